@@ -1,0 +1,62 @@
+# sandboxd — every target here is what CI runs (.ci/run calls `make test`).
+# Each set-up step is idempotent and quick when already done.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+PROTO  := proto/sandboxd/v1/sandbox.proto
+IMAGE  ?= sandboxd-workspace:latest
+PYTEST_ARGS ?=
+
+.PHONY: help venv proto engine image run test lint typecheck unit fmt clean
+
+help:
+	@echo "make run    set everything up, then serve sandboxd in the foreground"
+	@echo "make test   set everything up, then lint, type-check and run every test tier"
+	@echo "make image  build the workspace image ($(IMAGE)) if it is out of date"
+	@echo "make proto  regenerate sandboxd/v1/*_pb2*.py from $(PROTO)"
+
+$(STAMP): pyproject.toml
+	@echo "[make] creating the virtualenv and installing sandboxd[dev]"
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	@touch $@
+
+venv: $(STAMP)
+
+proto: $(STAMP)
+	$(PY) -m grpc_tools.protoc -I proto --python_out=. --grpc_python_out=. --pyi_out=. $(PROTO)
+
+engine:
+	@scripts/ensure-docker.sh
+
+image:
+	@scripts/build-image.sh $(IMAGE)
+
+run: venv image
+	@mkdir -p /run/sandboxd
+	exec $(PY) -m sandboxd serve
+
+lint: venv
+	$(VENV)/bin/ruff check sandboxd runtime_client tests
+	$(VENV)/bin/ruff format --check sandboxd runtime_client tests
+
+typecheck: venv
+	$(VENV)/bin/mypy sandboxd runtime_client
+
+fmt: venv
+	$(VENV)/bin/ruff format sandboxd runtime_client tests
+	$(VENV)/bin/ruff check --fix sandboxd runtime_client tests
+
+unit: venv
+	$(PY) -m pytest -m "unit or grpc" $(PYTEST_ARGS)
+
+test: venv image lint typecheck
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info

@@ -1,0 +1,32 @@
+"""The client's errors: the very classes sandboxd raises (``sandboxd.errors``).
+
+A ``GrpcSandboxFactory`` sandbox raises them from status codes (mapped in
+``runtime_client._status`` alone); a ``LocalSandboxFactory`` sandbox raises
+them directly. Either way ``except NotFound`` means the same thing.
+"""
+
+from sandboxd.errors import (
+    AlreadyExists,
+    Conflict,
+    Internal,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+    ResourceExhausted,
+    SandboxdError,
+    SandboxUnavailable,
+    Timeout,
+)
+
+__all__ = [
+    "AlreadyExists",
+    "Conflict",
+    "Internal",
+    "InvalidArgument",
+    "NotFound",
+    "PermissionDenied",
+    "ResourceExhausted",
+    "SandboxUnavailable",
+    "SandboxdError",
+    "Timeout",
+]

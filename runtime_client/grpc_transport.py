@@ -1,0 +1,164 @@
+"""``SandboxTransport`` over sandboxd's gRPC API (grpc.aio)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+
+import grpc
+
+from runtime_client._status import mapped, mapped_stream
+from sandboxd.grpc import convert
+from sandboxd.models import (
+    ExecEvent,
+    ExecRequest,
+    ExecResult,
+    ExistsResult,
+    FileInfo,
+    ReadFileResult,
+    SandboxInfo,
+    SandboxOptions,
+    WriteFileResult,
+)
+from sandboxd.v1 import sandbox_pb2 as pb
+from sandboxd.v1 import sandbox_pb2_grpc as pb_grpc
+
+_MAX_MESSAGE = 256 << 20  # the server enforces the real limits and says so
+
+
+class GrpcTransport:
+    def __init__(self, target: str) -> None:
+        self.target = target
+        self._channel: grpc.aio.Channel | None = None
+        self._stub: pb_grpc.SandboxServiceStub | None = None
+
+    @property
+    def stub(self) -> pb_grpc.SandboxServiceStub:
+        # Created on first use: a grpc.aio channel belongs to the running loop.
+        if self._stub is None:
+            self._channel = grpc.aio.insecure_channel(
+                self.target,
+                options=[
+                    ("grpc.max_receive_message_length", _MAX_MESSAGE),
+                    ("grpc.max_send_message_length", _MAX_MESSAGE),
+                ],
+            )
+            self._stub = pb_grpc.SandboxServiceStub(self._channel)  # type: ignore[no-untyped-call]
+        return self._stub
+
+    async def close(self) -> None:
+        if self._channel is not None:
+            await self._channel.close()
+        self._channel = None
+        self._stub = None
+
+    @mapped
+    async def create_sandbox(
+        self, instance_id: str, options: SandboxOptions | None = None
+    ) -> tuple[SandboxInfo, bool]:
+        reply = await self.stub.CreateSandbox(
+            pb.CreateSandboxRequest(
+                instance_id=instance_id, options=convert.options_to_pb(options or SandboxOptions())
+            )
+        )
+        return convert.info_from_pb(reply.sandbox), reply.created
+
+    @mapped
+    async def get_sandbox(self, instance_id: str) -> SandboxInfo:
+        reply = await self.stub.GetSandbox(pb.GetSandboxRequest(instance_id=instance_id))
+        return convert.info_from_pb(reply.sandbox)
+
+    @mapped
+    async def list_sandboxes(
+        self, label_selector: Mapping[str, str] | None = None
+    ) -> list[SandboxInfo]:
+        reply = await self.stub.ListSandboxes(
+            pb.ListSandboxesRequest(label_selector=dict(label_selector or {}))
+        )
+        return [convert.info_from_pb(info) for info in reply.sandboxes]
+
+    @mapped
+    async def delete_sandbox(self, instance_id: str) -> None:
+        await self.stub.DeleteSandbox(pb.DeleteSandboxRequest(instance_id=instance_id))
+
+    @mapped
+    async def read_file(
+        self, instance_id: str, path: str, offset: int = 0, length: int | None = None
+    ) -> ReadFileResult:
+        request = pb.ReadFileRequest(instance_id=instance_id, path=path, offset=offset)
+        if length is not None:
+            request.length = length
+        reply = await self.stub.ReadFile(request)
+        return ReadFileResult(data=reply.data, size=reply.size, eof=reply.eof)
+
+    @mapped
+    async def write_file(
+        self,
+        instance_id: str,
+        path: str,
+        data: bytes,
+        *,
+        create_parents: bool = False,
+        expected_sha256: str | None = None,
+        mode: int | None = None,
+    ) -> WriteFileResult:
+        request = pb.WriteFileRequest(
+            instance_id=instance_id, path=path, data=data, create_parents=create_parents
+        )
+        if expected_sha256 is not None:
+            request.expected_sha256 = expected_sha256
+        if mode is not None:
+            request.mode = mode
+        reply = await self.stub.WriteFile(request)
+        return WriteFileResult(size=reply.size, sha256=reply.sha256, created=reply.created)
+
+    @mapped
+    async def stat(self, instance_id: str, path: str, *, follow_symlinks: bool = False) -> FileInfo:
+        reply = await self.stub.Stat(
+            pb.StatRequest(instance_id=instance_id, path=path, follow_symlinks=follow_symlinks)
+        )
+        return convert.file_info_from_pb(reply.info)
+
+    @mapped
+    async def list_dir(self, instance_id: str, path: str) -> list[FileInfo]:
+        reply = await self.stub.ListDir(pb.ListDirRequest(instance_id=instance_id, path=path))
+        return [convert.file_info_from_pb(entry) for entry in reply.entries]
+
+    @mapped
+    async def exists(self, instance_id: str, path: str) -> ExistsResult:
+        reply = await self.stub.Exists(pb.ExistsRequest(instance_id=instance_id, path=path))
+        return convert.exists_from_pb(reply)
+
+    @mapped
+    async def make_dir(
+        self, instance_id: str, path: str, *, parents: bool = False, exist_ok: bool = False
+    ) -> bool:
+        reply = await self.stub.MakeDir(
+            pb.MakeDirRequest(
+                instance_id=instance_id, path=path, parents=parents, exist_ok=exist_ok
+            )
+        )
+        return bool(reply.created)
+
+    @mapped
+    async def remove(
+        self, instance_id: str, path: str, *, recursive: bool = False, missing_ok: bool = False
+    ) -> bool:
+        reply = await self.stub.Remove(
+            pb.RemoveRequest(
+                instance_id=instance_id, path=path, recursive=recursive, missing_ok=missing_ok
+            )
+        )
+        return bool(reply.removed)
+
+    @mapped
+    async def exec(self, instance_id: str, request: ExecRequest) -> ExecResult:
+        reply = await self.stub.Exec(convert.exec_request_to_pb(instance_id, request))
+        return convert.exec_result_from_pb(reply)
+
+    @mapped_stream
+    async def exec_stream(self, instance_id: str, request: ExecRequest) -> AsyncIterator[ExecEvent]:
+        call = self.stub.ExecStream(
+            pb.ExecStreamRequest(exec=convert.exec_request_to_pb(instance_id, request))
+        )
+        async for message in call:
+            yield convert.exec_event_from_pb(message)

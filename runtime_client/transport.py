@@ -1,0 +1,72 @@
+"""The port between a ``Sandbox`` and whatever serves it.
+
+``sandboxd.service.SandboxService`` satisfies it in-process (the local
+factory); ``GrpcTransport`` satisfies it over the wire. A ``Sandbox`` cannot
+tell the two apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from typing import Protocol
+
+from sandboxd.models import (
+    ExecEvent,
+    ExecRequest,
+    ExecResult,
+    ExistsResult,
+    FileInfo,
+    ReadFileResult,
+    SandboxInfo,
+    SandboxOptions,
+    WriteFileResult,
+)
+
+
+class SandboxTransport(Protocol):
+    async def create_sandbox(
+        self, instance_id: str, options: SandboxOptions | None = None
+    ) -> tuple[SandboxInfo, bool]: ...
+
+    async def get_sandbox(self, instance_id: str) -> SandboxInfo: ...
+
+    async def list_sandboxes(
+        self, label_selector: Mapping[str, str] | None = None
+    ) -> list[SandboxInfo]: ...
+
+    async def delete_sandbox(self, instance_id: str) -> None: ...
+
+    async def read_file(
+        self, instance_id: str, path: str, offset: int = 0, length: int | None = None
+    ) -> ReadFileResult: ...
+
+    async def write_file(
+        self,
+        instance_id: str,
+        path: str,
+        data: bytes,
+        *,
+        create_parents: bool = False,
+        expected_sha256: str | None = None,
+        mode: int | None = None,
+    ) -> WriteFileResult: ...
+
+    async def stat(
+        self, instance_id: str, path: str, *, follow_symlinks: bool = False
+    ) -> FileInfo: ...
+
+    async def list_dir(self, instance_id: str, path: str) -> list[FileInfo]: ...
+
+    async def exists(self, instance_id: str, path: str) -> ExistsResult: ...
+
+    async def make_dir(
+        self, instance_id: str, path: str, *, parents: bool = False, exist_ok: bool = False
+    ) -> bool: ...
+
+    async def remove(
+        self, instance_id: str, path: str, *, recursive: bool = False, missing_ok: bool = False
+    ) -> bool: ...
+
+    async def exec(self, instance_id: str, request: ExecRequest) -> ExecResult: ...
+
+    def exec_stream(self, instance_id: str, request: ExecRequest) -> AsyncIterator[ExecEvent]: ...

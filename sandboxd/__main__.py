@@ -1,0 +1,5 @@
+import sys
+
+from sandboxd.cli import main
+
+sys.exit(main())

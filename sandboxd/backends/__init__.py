@@ -1,0 +1,1 @@
+"""Workspace backends: one module per implementation of ``sandboxd.ports``."""

@@ -1,0 +1,219 @@
+"""sandboxd's end of the executor channel: many concurrent calls over one stream.
+
+Everything that arrives here comes from inside a sandbox and is untrusted:
+lines are length-bounded, frames are checked before use, and a frame that
+fails a check is dropped (never raised into the daemon). When the stream
+ends, every waiting call fails with SandboxUnavailable and the owner may
+reconnect.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, Protocol
+
+from sandboxd.errors import SandboxdError, SandboxUnavailable, Timeout, error_from_kind
+from sandboxd.executor import wire
+
+log = logging.getLogger(__name__)
+
+_MAX_ERROR_MESSAGE = 8192
+
+
+class ByteSource(Protocol):
+    async def read(self) -> bytes:
+        """Next chunk; b"" at the end."""
+        ...
+
+
+class ByteSink(Protocol):
+    def write(self, data: bytes) -> None: ...
+
+    async def drain(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class _Stream:
+    def __init__(self) -> None:
+        self.queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+
+
+class ExecutorChannel:
+    def __init__(self, source: ByteSource, sink: ByteSink, *, name: str, max_line: int) -> None:
+        self.name = name
+        self._source = source
+        self._sink = sink
+        self._max_line = max_line
+        self._ids = itertools.count(1)
+        self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._streams: dict[int, _Stream] = {}
+        self._failure: SandboxdError | None = None
+        self._reader = asyncio.create_task(self._read_loop(), name=f"channel-{name}")
+
+    @property
+    def closed(self) -> bool:
+        return self._failure is not None
+
+    async def send_raw(self, data: bytes) -> None:
+        self._sink.write(data)
+        await self._sink.drain()
+
+    async def call(
+        self, op: str, args: Mapping[str, Any], *, timeout: float | None = None
+    ) -> dict[str, Any]:
+        self._raise_if_closed()
+        request_id = next(self._ids)
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._pending[request_id] = future
+        try:
+            await self._send({"id": request_id, "op": op, "args": wire.to_wire(dict(args))})
+            return await asyncio.wait_for(future, timeout)
+        except TimeoutError:
+            await self._cancel(request_id)
+            raise Timeout(
+                f"{op} got no answer from workspace {self.name} in {timeout:.0f} s"
+            ) from None
+        except asyncio.CancelledError:
+            await self._cancel(request_id)
+            raise
+        finally:
+            self._pending.pop(request_id, None)
+
+    async def stream(self, op: str, args: Mapping[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        self._raise_if_closed()
+        request_id = next(self._ids)
+        stream = self._streams[request_id] = _Stream()
+        finished = False
+        try:
+            await self._send(
+                {"id": request_id, "op": op, "args": wire.to_wire(dict(args)), "stream": True}
+            )
+            while True:
+                kind, value = await stream.queue.get()
+                if kind == "ev":
+                    yield value
+                elif kind == "ok":
+                    finished = True
+                    yield {"result": value}
+                    return
+                else:
+                    finished = True
+                    raise value
+        finally:
+            self._streams.pop(request_id, None)
+            if not finished:
+                await self._cancel(request_id)
+
+    async def close(self) -> None:
+        self._fail(SandboxUnavailable(f"the channel to workspace {self.name} was closed"))
+        self._reader.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await self._reader
+        with contextlib.suppress(Exception):
+            self._sink.close()
+
+    # ------------------------------------------------------------ internals
+
+    def _raise_if_closed(self) -> None:
+        if self._failure is not None:
+            raise SandboxUnavailable(self._failure.message)
+
+    async def _send(self, message: dict[str, Any]) -> None:
+        try:
+            await self.send_raw(wire.encode(message))
+        except (OSError, RuntimeError) as exc:
+            self._fail(SandboxUnavailable(f"workspace {self.name}: channel write failed: {exc}"))
+            self._raise_if_closed()
+
+    async def _cancel(self, request_id: int) -> None:
+        if self._failure is None:
+            with contextlib.suppress(Exception):
+                await self.send_raw(wire.encode({"op": "cancel", "target": request_id}))
+
+    async def _read_loop(self) -> None:
+        buffer = bytearray()
+        discarding = False
+        try:
+            while chunk := await self._source.read():
+                start = 0
+                while (newline := chunk.find(b"\n", start)) != -1:
+                    if not discarding:
+                        buffer += chunk[start:newline]
+                        if len(buffer) <= self._max_line:
+                            self._dispatch(bytes(buffer))
+                    buffer.clear()
+                    discarding = False
+                    start = newline + 1
+                if not discarding:
+                    buffer += chunk[start:]
+                    if len(buffer) > self._max_line:
+                        log.warning("workspace %s: dropped an oversize frame", self.name)
+                        buffer.clear()
+                        discarding = True
+        except Exception as exc:  # the channel must end cleanly, whatever happened
+            log.warning("workspace %s: channel reader failed: %r", self.name, exc)
+        self._fail(
+            SandboxUnavailable(
+                f"workspace {self.name}: the executor channel closed "
+                "(container stopped or executor died)"
+            )
+        )
+
+    def _fail(self, error: SandboxdError) -> None:
+        if self._failure is None:
+            self._failure = error
+        for future in self._pending.values():
+            if not future.done():
+                future.set_exception(SandboxUnavailable(error.message))
+        for stream in self._streams.values():
+            stream.queue.put_nowait(("err", SandboxUnavailable(error.message)))
+
+    def _dispatch(self, line: bytes) -> None:
+        try:
+            message = wire.decode(line)
+            request_id = message.get("id")
+            if not isinstance(request_id, int):
+                raise ValueError("frame without an integer id")
+            value: dict[str, Any] | SandboxdError
+            if "ok" in message:
+                kind, value = "ok", self._result(message["ok"])
+            elif "err" in message:
+                kind, value = "err", self._error(message["err"])
+            elif "ev" in message:
+                kind, value = "ev", self._result(message["ev"])
+            else:
+                raise ValueError("frame without ok, err or ev")
+        except (ValueError, SandboxdError) as exc:
+            log.warning("workspace %s: dropped a bad frame: %s", self.name, exc)
+            return
+        stream = self._streams.get(request_id)
+        if stream is not None:
+            stream.queue.put_nowait((kind, value))
+            return
+        future = self._pending.get(request_id)
+        if future is None or future.done() or kind == "ev":
+            return  # late reply to a cancelled call
+        if isinstance(value, SandboxdError):
+            future.set_exception(value)
+        else:
+            future.set_result(value)
+
+    @staticmethod
+    def _result(value: Any) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise ValueError("result is not an object")
+        return wire.from_wire(value)
+
+    @staticmethod
+    def _error(value: Any) -> SandboxdError:
+        if not isinstance(value, dict):
+            raise ValueError("error is not an object")
+        kind, message = value.get("kind"), value.get("message")
+        if not isinstance(kind, str) or not isinstance(message, str):
+            raise ValueError("error without kind and message")
+        return error_from_kind(kind, message[:_MAX_ERROR_MESSAGE])

@@ -1,0 +1,164 @@
+"""One Docker workspace: its container and the channel to the executor inside.
+
+The channel is the container's own stdin/stdout held through the Docker
+attach API: it needs no network and no host socket inside the sandbox, so it
+works the same under runc and gVisor. A broken channel is re-established on
+the next call (re-attach to a running executor, or restart the container,
+whose files live on the volume).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any
+
+import docker.errors
+from docker.models.containers import Container
+
+from sandboxd.backends.channel import ExecutorChannel
+from sandboxd.backends.docker_attach import DemuxedStdout, open_attach
+from sandboxd.config import Settings
+from sandboxd.errors import SandboxdError, SandboxUnavailable
+from sandboxd.executor.bundle import bundle_id, bundle_payload
+from sandboxd.executor.wire import PROTOCOL_VERSION
+from sandboxd.models import SandboxOptions
+
+log = logging.getLogger(__name__)
+
+Run = Callable[..., Awaitable[Any]]
+
+#: How long a re-attached executor has to answer before the container restarts.
+ADOPT_HELLO_TIMEOUT_S = 5.0
+#: Slack on top of an operation's own timeout before the daemon gives up on it.
+CALL_GRACE_S = 30.0
+DEFAULT_CALL_TIMEOUT_S = 300.0
+
+
+class DockerWorkspace:
+    def __init__(
+        self,
+        instance_id: str,
+        container: Container,
+        *,
+        settings: Settings,
+        options: SandboxOptions,
+        run: Run,
+    ) -> None:
+        self._instance_id = instance_id
+        self.container_id: str = container.id or ""
+        self._container = container
+        self._settings = settings
+        self._options = options
+        self._run = run
+        self._channel: ExecutorChannel | None = None
+        self._stdout: DemuxedStdout | None = None
+        self._connecting = asyncio.Lock()
+
+    @property
+    def instance_id(self) -> str:
+        return self._instance_id
+
+    async def call(self, op: str, args: Mapping[str, Any]) -> dict[str, Any]:
+        channel = await self.ensure_running()
+        return await channel.call(op, args, timeout=_timeout_for(op, args))
+
+    async def stream(self, op: str, args: Mapping[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        channel = await self.ensure_running()
+        async for event in channel.stream(op, args):
+            yield event
+
+    async def disconnect(self) -> None:
+        async with self._connecting:
+            if self._channel is not None:
+                await self._channel.close()
+                self._channel = None
+
+    async def ensure_running(self) -> ExecutorChannel:
+        channel = self._channel
+        if channel is not None and not channel.closed:
+            return channel
+        async with self._connecting:
+            if self._channel is not None and not self._channel.closed:
+                return self._channel
+            if self._channel is not None:
+                await self._channel.close()
+                self._channel = None
+            self._channel = await self._connect()
+            return self._channel
+
+    # ------------------------------------------------------------ internals
+
+    def _hello_args(self) -> dict[str, Any]:
+        return {
+            "workdir": self._options.workdir or "/workspace",
+            "max_payload_bytes": self._settings.max_payload_bytes,
+            "max_output_bytes": self._settings.max_output_bytes,
+        }
+
+    async def _connect(self) -> ExecutorChannel:
+        try:
+            await self._run(self._container.reload)
+        except docker.errors.NotFound:
+            raise SandboxUnavailable(
+                f"the container of sandbox {self._instance_id!r} was removed outside sandboxd; "
+                "delete the sandbox and create it again"
+            ) from None
+        if self._container.status == "running":
+            channel = await self._attach()
+            await channel.send_raw(b"\n")  # ends any frame a previous daemon left torn
+            if await self._handshake(channel, ADOPT_HELLO_TIMEOUT_S):
+                log.info("workspace %s: re-attached to its running executor", self._instance_id)
+                return channel
+            await channel.close()
+            log.info("workspace %s: executor stale or silent; restarting", self._instance_id)
+            with contextlib.suppress(docker.errors.NotFound, SandboxdError):
+                await self._run(self._container.kill)
+            with contextlib.suppress(docker.errors.NotFound, SandboxdError):
+                await self._run(self._container.wait, timeout=30)
+        channel = await self._attach()
+        try:
+            await self._run(self._container.start)
+            await channel.send_raw(bundle_payload())
+            if await self._handshake(channel, self._settings.start_timeout_s):
+                return channel
+        except BaseException:
+            await channel.close()
+            raise
+        await channel.close()
+        clue = self._stdout.last_stderr.strip() if self._stdout else ""
+        raise SandboxUnavailable(
+            f"the executor of sandbox {self._instance_id!r} did not start"
+            + (f": {clue}" if clue else "; does the image have python3 on its PATH?")
+        )
+
+    async def _attach(self) -> ExecutorChannel:
+        reader, writer = await open_attach(self._settings.docker_host, self.container_id)
+        self._stdout = DemuxedStdout(reader, self._instance_id)
+        # A line may carry a whole payload in base64 plus its JSON envelope.
+        max_line = (
+            self._settings.max_payload_bytes * 4 // 3
+            + 2 * self._settings.max_output_bytes * 4 // 3
+            + (1 << 20)
+        )
+        return ExecutorChannel(self._stdout, writer, name=self._instance_id, max_line=max_line)
+
+    async def _handshake(self, channel: ExecutorChannel, timeout: float) -> bool:
+        try:
+            hello = await channel.call("hello", self._hello_args(), timeout=timeout)
+        except SandboxdError as exc:
+            log.info("workspace %s: no hello: %s", self._instance_id, exc)
+            return False
+        return bool(
+            hello.get("protocol") == PROTOCOL_VERSION and hello.get("bundle") == bundle_id()
+        )
+
+
+def _timeout_for(op: str, args: Mapping[str, Any]) -> float:
+    if op == "exec":
+        timeout_ms = args.get("timeout_ms") or 0
+        if isinstance(timeout_ms, int) and timeout_ms > 0:
+            return timeout_ms / 1000 + CALL_GRACE_S
+    return DEFAULT_CALL_TIMEOUT_S

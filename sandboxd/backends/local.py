@@ -1,0 +1,188 @@
+"""The local backend: workspaces are folders on this host. NO isolation.
+
+Commands run as the daemon's user with the daemon's environment. It exists
+for development, for tests of tool behaviour, and for agents that already
+run inside their own sandbox; it shares every operation with the Docker
+backend by calling the same ``Executor`` in-process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import threading
+import time
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from sandboxd.config import Settings
+from sandboxd.executor.dispatch import Executor
+from sandboxd.models import SandboxInfo, SandboxOptions
+from sandboxd.options import DEFAULT_WORKDIR, check_same, effective
+from sandboxd.validation import unknown_instance
+
+_META = ".sandboxd"
+
+
+class LocalWorkspace:
+    def __init__(self, instance_id: str, executor: Executor) -> None:
+        self._instance_id = instance_id
+        self.executor = executor
+
+    @property
+    def instance_id(self) -> str:
+        return self._instance_id
+
+    async def call(self, op: str, args: Mapping[str, Any]) -> dict[str, Any]:
+        cancel = threading.Event()
+        try:
+            result: dict[str, Any] = await anyio.to_thread.run_sync(
+                self.executor.handle, op, dict(args), cancel, None, abandon_on_cancel=True
+            )
+        except anyio.get_cancelled_exc_class():
+            cancel.set()
+            raise
+        return result
+
+    async def stream(self, op: str, args: Mapping[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        cancel = threading.Event()
+
+        def emit(event: dict[str, Any]) -> None:
+            loop.call_soon_threadsafe(queue.put_nowait, ("ev", event))
+
+        def work() -> None:
+            try:
+                result = self.executor.handle(op, dict(args), cancel, emit)
+                loop.call_soon_threadsafe(queue.put_nowait, ("ok", result))
+            except BaseException as exc:
+                loop.call_soon_threadsafe(queue.put_nowait, ("err", exc))
+
+        worker = loop.run_in_executor(None, work)
+        try:
+            while True:
+                kind, value = await queue.get()
+                if kind == "ev":
+                    yield value
+                elif kind == "ok":
+                    yield {"result": value}
+                    return
+                else:
+                    raise value
+        finally:
+            cancel.set()
+            await asyncio.shield(worker)
+
+
+class LocalBackend:
+    name = "local"
+
+    def __init__(self, settings: Settings, root: Path | None = None) -> None:
+        self.settings = settings
+        self.root = (root or settings.local_root).resolve()
+        self._workspaces: dict[str, LocalWorkspace] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    async def start(self) -> None:
+        (self.root / _META).mkdir(parents=True, exist_ok=True)
+
+    async def close(self) -> None:
+        for workspace in self._workspaces.values():
+            workspace.executor.close()
+        self._workspaces.clear()
+
+    def _meta(self, instance_id: str) -> Path:
+        return self.root / _META / f"{instance_id}.json"
+
+    def _workdir(self, instance_id: str, options: SandboxOptions) -> Path:
+        # The option names a folder under /workspace; here /workspace is the instance folder.
+        inner = (options.workdir or DEFAULT_WORKDIR)[len(DEFAULT_WORKDIR) :].lstrip("/")
+        return self.root / instance_id / inner
+
+    def _read_meta(self, instance_id: str) -> dict[str, Any] | None:
+        try:
+            data = json.loads(self._meta(instance_id).read_text())
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    def _info(self, instance_id: str, meta: Mapping[str, Any]) -> SandboxInfo:
+        return SandboxInfo(
+            instance_id=instance_id,
+            state="running",
+            container_id="",
+            volume=str(self.root / instance_id),
+            options=SandboxOptions.from_json(meta.get("options", {})),
+            created_at_ms=int(meta.get("created_at_ms", 0)),
+        )
+
+    async def create(self, instance_id: str, options: SandboxOptions) -> tuple[SandboxInfo, bool]:
+        wanted = effective(options, self.settings)
+        async with self._locks.setdefault(instance_id, asyncio.Lock()):
+            meta = self._read_meta(instance_id)
+            if meta is not None:
+                check_same(instance_id, options, SandboxOptions.from_json(meta.get("options", {})))
+                return self._info(instance_id, meta), False
+            meta = {"options": wanted.to_json(), "created_at_ms": int(time.time() * 1000)}
+            self._workdir(instance_id, wanted).mkdir(parents=True, exist_ok=True)
+            self._meta(instance_id).write_text(json.dumps(meta))
+            return self._info(instance_id, meta), True
+
+    async def get(self, instance_id: str) -> SandboxInfo:
+        meta = self._read_meta(instance_id)
+        if meta is None:
+            raise unknown_instance(instance_id)
+        return self._info(instance_id, meta)
+
+    async def list(self, label_selector: Mapping[str, str]) -> list[SandboxInfo]:
+        found = []
+        for path in sorted((self.root / _META).glob("*.json")):
+            meta = self._read_meta(path.stem)
+            if meta is None:
+                continue
+            info = self._info(path.stem, meta)
+            if all(info.options.labels.get(k) == v for k, v in label_selector.items()):
+                found.append(info)
+        return found
+
+    async def delete(self, instance_id: str) -> None:
+        async with self._locks.setdefault(instance_id, asyncio.Lock()):
+            if self._read_meta(instance_id) is None:
+                raise unknown_instance(instance_id)
+            workspace = self._workspaces.pop(instance_id, None)
+            if workspace is not None:
+                workspace.executor.close()
+            await anyio.to_thread.run_sync(self._remove_files, instance_id)
+
+    def _remove_files(self, instance_id: str) -> None:
+        shutil.rmtree(self.root / instance_id, ignore_errors=True)
+        shutil.rmtree(self.root / _META / "state" / instance_id, ignore_errors=True)
+        self._meta(instance_id).unlink(missing_ok=True)
+
+    async def workspace(self, instance_id: str) -> LocalWorkspace:
+        workspace = self._workspaces.get(instance_id)
+        if workspace is not None:
+            return workspace
+        meta = self._read_meta(instance_id)
+        if meta is None:
+            raise unknown_instance(instance_id)
+        options = SandboxOptions.from_json(meta.get("options", {}))
+        state_dir = self.root / _META / "state" / instance_id
+        state_dir.mkdir(parents=True, exist_ok=True)
+        workdir = self._workdir(instance_id, options)
+        workdir.mkdir(parents=True, exist_ok=True)
+        executor = Executor(
+            str(workdir),
+            state_dir=str(state_dir),
+            base_env=None,
+            max_payload_bytes=self.settings.max_payload_bytes,
+            max_output_bytes=self.settings.max_output_bytes,
+        )
+        executor.base_env.update(options.env)
+        workspace = self._workspaces.setdefault(instance_id, LocalWorkspace(instance_id, executor))
+        return workspace

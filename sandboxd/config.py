@@ -1,0 +1,53 @@
+"""Configuration: ``SANDBOXD_*`` environment variables, overridden by flags."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+MiB = 1 << 20
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="SANDBOXD_", extra="forbid", frozen=True)
+
+    socket: Path = Field(
+        Path("/run/sandboxd/sandboxd.sock"), description="unix socket to serve on (mode 0600)"
+    )
+    tcp: str | None = Field(None, description="optional TCP address, e.g. 127.0.0.1:50051")
+    backend: Literal["docker", "local"] = Field("docker", description="workspace backend")
+    local_root: Path = Field(
+        Path("/var/lib/sandboxd/local"), description="folder of the local backend's workspaces"
+    )
+    namespace: str = Field(
+        "default",
+        pattern=r"^[a-z0-9][a-z0-9-]{0,30}$",
+        description="labels and names everything this daemon creates; daemons in "
+        "different namespaces share an engine without seeing each other",
+    )
+    docker_host: str = Field(
+        default_factory=lambda: os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock"),
+        description="Docker engine address (unix:// or tcp://)",
+    )
+    image: str = Field("sandboxd-workspace:latest", description="default workspace image")
+    memory_bytes: int = Field(1024 * MiB, ge=16 * MiB, description="default memory limit")
+    cpus: float = Field(1.0, gt=0, description="default CPU limit")
+    pids_limit: int = Field(512, ge=16, description="default pids limit")
+    tmp_bytes: int = Field(256 * MiB, ge=MiB, description="size of each workspace's /tmp tmpfs")
+    max_payload_bytes: int = Field(
+        16 * MiB, ge=1024, description="largest file content one call may carry"
+    )
+    max_output_bytes: int = Field(
+        16 * MiB, ge=1024, description="stdout / stderr kept per exec, each"
+    )
+    exec_timeout_ms: int = Field(120_000, ge=1000, description="default exec timeout")
+    max_exec_timeout_ms: int = Field(3_600_000, ge=1000, description="largest exec timeout")
+    start_timeout_s: float = Field(60.0, gt=0, description="container start to executor ready")
+    drain_seconds: float = Field(
+        30.0, ge=0, description="on SIGTERM, how long in-flight calls may finish"
+    )
+    log_level: str = Field("INFO", description="logging level")

@@ -1,0 +1,73 @@
+"""Ship the executor into a container over its stdin.
+
+The container's command is a few lines of bootstrap (``bootstrap_command``)
+that read one length-prefixed JSON bundle of module sources from stdin and
+import the executor from memory. So any image with ``python3`` works, nothing
+is written to the read-only root, and the executor always matches the daemon
+that started it (the bundle id tells a re-attaching daemon whether it does).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from functools import cache
+from pathlib import Path
+
+# The bootstrap runs as ``python3 -I -c``. It must stay tiny and stdlib-only.
+_BOOTSTRAP = """\
+import sys, json, hashlib, importlib.abc, importlib.util
+r = sys.stdin.buffer
+blob = r.read(int(r.readline()))
+mods = json.loads(blob)
+class Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def find_spec(self, name, path, target=None):
+        if name in mods:
+            return importlib.util.spec_from_loader(name, self, is_package=mods[name][0])
+    def create_module(self, spec):
+        return None
+    def exec_module(self, module):
+        code = compile(mods[module.__name__][1], "<sandboxd>/" + module.__name__, "exec")
+        exec(code, module.__dict__)
+sys.meta_path.insert(0, Finder())
+import sandboxd.executor.main as m
+m.main(r, hashlib.sha256(blob).hexdigest()[:16])
+"""
+
+
+def bootstrap_command(python: str = "python3") -> list[str]:
+    return [python, "-I", "-c", _BOOTSTRAP]
+
+
+@cache
+def _bundle() -> tuple[bytes, str]:
+    # The real sandboxd/__init__ may grow imports; inside the container the
+    # package is only a namespace for errors and the executor.
+    root = Path(__file__).resolve().parents[1]
+    modules: dict[str, tuple[bool, str]] = {
+        "sandboxd": (True, ""),
+        "sandboxd.errors": (False, (root / "errors.py").read_text()),
+    }
+    _add_package(modules, "sandboxd.executor", root / "executor")
+    blob = json.dumps(modules, sort_keys=True).encode()
+    return blob, hashlib.sha256(blob).hexdigest()[:16]
+
+
+def _add_package(modules: dict[str, tuple[bool, str]], package: str, folder: Path) -> None:
+    # Read the files rather than importing: shipping code must not run it here.
+    modules[package] = (True, (folder / "__init__.py").read_text())
+    for entry in sorted(folder.iterdir()):
+        if entry.is_dir() and (entry / "__init__.py").is_file():
+            _add_package(modules, f"{package}.{entry.name}", entry)
+        elif entry.suffix == ".py" and entry.name != "__init__.py":
+            modules[f"{package}.{entry.stem}"] = (False, entry.read_text())
+
+
+def bundle_payload() -> bytes:
+    """What to write to a freshly started container's stdin."""
+    blob, _ = _bundle()
+    return f"{len(blob)}\n".encode() + blob
+
+
+def bundle_id() -> str:
+    return _bundle()[1]

@@ -1,0 +1,231 @@
+"""The executor's operations table: op name -> handler, argument checks.
+
+Handlers take Python values (bytes as bytes); the channel codec in ``main``
+turns ``*_b64`` fields into bytes and back, so the in-process local backend
+pays no encoding cost.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from sandboxd.errors import InvalidArgument
+from sandboxd.executor import files, process
+from sandboxd.executor.wire import PROTOCOL_VERSION
+
+Emit = Callable[[dict[str, Any]], None]
+Handler = Callable[["Executor", Mapping[str, Any], threading.Event, Emit | None], Any]
+
+DEFAULT_MAX_PAYLOAD = 16 << 20
+DEFAULT_MAX_OUTPUT = 16 << 20
+DEFAULT_EXEC_TIMEOUT_MS = 120_000
+
+
+def _str(args: Mapping[str, Any], key: str, default: str | None = None) -> str:
+    value = args.get(key, default)
+    if not isinstance(value, str):
+        raise InvalidArgument(f"{key} must be a string")
+    return value
+
+
+def _int(args: Mapping[str, Any], key: str, default: int | None = None) -> int:
+    value = args.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidArgument(f"{key} must be an integer")
+    if value < 0:
+        raise InvalidArgument(f"{key} must not be negative (got {value})")
+    return value
+
+
+def _bool(args: Mapping[str, Any], key: str) -> bool:
+    value = args.get(key, False)
+    if not isinstance(value, bool):
+        raise InvalidArgument(f"{key} must be a boolean")
+    return value
+
+
+def _bytes(args: Mapping[str, Any], key: str) -> bytes:
+    value = args.get(key, b"")
+    if not isinstance(value, bytes):
+        raise InvalidArgument(f"{key} must be bytes")
+    return value
+
+
+def _str_map(args: Mapping[str, Any], key: str) -> dict[str, str]:
+    value = args.get(key) or {}
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise InvalidArgument(f"{key} must map strings to strings")
+    return dict(value)
+
+
+class Executor:
+    """Carries out operations for one workspace, rooted at its working directory."""
+
+    def __init__(
+        self,
+        workdir: str,
+        *,
+        state_dir: str,
+        base_env: Mapping[str, str] | None = None,
+        max_payload_bytes: int = DEFAULT_MAX_PAYLOAD,
+        max_output_bytes: int = DEFAULT_MAX_OUTPUT,
+        bundle_id: str = "",
+    ) -> None:
+        self.workdir = workdir
+        self.state_dir = state_dir
+        self.base_env = dict(os.environ if base_env is None else base_env)
+        self.max_payload_bytes = max_payload_bytes
+        self.max_output_bytes = max_output_bytes
+        self.bundle_id = bundle_id
+        self.locks = files.PathLocks()
+
+    def handle(
+        self,
+        op: str,
+        args: Mapping[str, Any],
+        cancel: threading.Event | None = None,
+        emit: Emit | None = None,
+    ) -> Any:
+        handler = _HANDLERS.get(op)
+        if handler is None:
+            raise InvalidArgument(f"unknown operation {op!r}")
+        return handler(self, args, cancel or threading.Event(), emit)
+
+    def path(self, args: Mapping[str, Any], key: str = "path") -> str:
+        return files.resolve(self.workdir, args.get(key))
+
+    def close(self) -> None:
+        """Release per-workspace resources (background jobs arrive with the tools)."""
+
+
+def _hello(
+    ex: Executor, args: Mapping[str, Any], cancel: threading.Event, emit: Emit | None
+) -> Any:
+    # A (re)connecting daemon restates its limits; the executor keeps its state.
+    if "workdir" in args:
+        ex.workdir = _str(args, "workdir")
+    if "max_payload_bytes" in args:
+        ex.max_payload_bytes = _int(args, "max_payload_bytes")
+    if "max_output_bytes" in args:
+        ex.max_output_bytes = _int(args, "max_output_bytes")
+    # The workdir may be a folder inside the volume that does not exist yet.
+    with contextlib.suppress(OSError):
+        os.makedirs(ex.workdir, exist_ok=True)
+    return {"protocol": PROTOCOL_VERSION, "pid": os.getpid(), "bundle": ex.bundle_id}
+
+
+def _read_file(
+    ex: Executor, args: Mapping[str, Any], cancel: threading.Event, emit: Emit | None
+) -> Any:
+    length = args.get("length")
+    return files.read_file(
+        ex.path(args),
+        _int(args, "offset", 0),
+        None if length is None else _int(args, "length"),
+        ex.max_payload_bytes,
+    )
+
+
+def _write_file(
+    ex: Executor, args: Mapping[str, Any], cancel: threading.Event, emit: Emit | None
+) -> Any:
+    expected = args.get("expected_sha256")
+    mode = args.get("mode")
+    return files.write_file(
+        ex.path(args),
+        _bytes(args, "data"),
+        create_parents=_bool(args, "create_parents"),
+        expected_sha256=None if expected is None else _str(args, "expected_sha256"),
+        mode=None if mode is None else _int(args, "mode"),
+        locks=ex.locks,
+    )
+
+
+def _stat(ex: Executor, args: Mapping[str, Any], cancel: threading.Event, emit: Emit | None) -> Any:
+    return files.stat(ex.path(args), follow_symlinks=_bool(args, "follow_symlinks"))
+
+
+def _list_dir(
+    ex: Executor, args: Mapping[str, Any], cancel: threading.Event, emit: Emit | None
+) -> Any:
+    return {"entries": files.list_dir(ex.path(args))}
+
+
+def _exists(
+    ex: Executor, args: Mapping[str, Any], cancel: threading.Event, emit: Emit | None
+) -> Any:
+    return files.exists(ex.path(args))
+
+
+def _make_dir(
+    ex: Executor, args: Mapping[str, Any], cancel: threading.Event, emit: Emit | None
+) -> Any:
+    return files.make_dir(
+        ex.path(args), parents=_bool(args, "parents"), exist_ok=_bool(args, "exist_ok")
+    )
+
+
+def _remove(
+    ex: Executor, args: Mapping[str, Any], cancel: threading.Event, emit: Emit | None
+) -> Any:
+    removed = files.remove(
+        ex.path(args),
+        recursive=_bool(args, "recursive"),
+        missing_ok=_bool(args, "missing_ok"),
+        protected=(os.path.normpath(ex.workdir),),
+    )
+    return {"removed": removed}
+
+
+def _exec(ex: Executor, args: Mapping[str, Any], cancel: threading.Event, emit: Emit | None) -> Any:
+    argv = args.get("argv")
+    shell = args.get("shell")
+    if (argv is None) == (shell is None):
+        raise InvalidArgument("give exactly one of argv and shell")
+    if argv is not None and (
+        not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv)
+    ):
+        raise InvalidArgument("argv must be a non-empty list of strings")
+    for item in [*(argv or []), shell or ""]:
+        if "\x00" in item:
+            raise InvalidArgument("command contains a NUL byte")
+    cwd = ex.path(args, "cwd") if args.get("cwd") else ex.workdir
+    env = {**ex.base_env, **_str_map(args, "env")}
+    timeout_ms = _int(args, "timeout_ms", 0) or DEFAULT_EXEC_TIMEOUT_MS
+    stream = None
+    if emit is not None:
+        send = emit
+
+        def stream(name: str, chunk: bytes) -> None:
+            send({name: chunk})
+
+    return process.run(
+        argv=argv,
+        shell=None if shell is None else _str(args, "shell"),
+        cwd=cwd,
+        env=env,
+        stdin=_bytes(args, "stdin"),
+        timeout_s=timeout_ms / 1000,
+        max_output=ex.max_output_bytes,
+        cancel=cancel,
+        emit=stream,
+    )
+
+
+_HANDLERS: dict[str, Handler] = {
+    "hello": _hello,
+    "read_file": _read_file,
+    "write_file": _write_file,
+    "stat": _stat,
+    "list_dir": _list_dir,
+    "exists": _exists,
+    "make_dir": _make_dir,
+    "remove": _remove,
+    "exec": _exec,
+}

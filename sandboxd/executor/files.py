@@ -1,0 +1,308 @@
+"""Low-level file verbs: bytes in, bytes out, no model-facing text.
+
+Every function takes already-decoded arguments and raises the domain errors
+of ``sandboxd.errors``; OS errors are translated here so every backend
+reports them in the same words.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import os
+import shutil
+import stat as stat_module
+import tempfile
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from sandboxd.errors import (
+    AlreadyExists,
+    Conflict,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+    ResourceExhausted,
+    SandboxdError,
+)
+
+#: ``expected_sha256`` value meaning "write only if the file does not exist".
+ABSENT = "absent"
+
+_CHUNK = 1 << 20
+
+
+def resolve(workdir: str, path: object) -> str:
+    """Absolute path for ``path`` (absolute, or relative to ``workdir``)."""
+    if not isinstance(path, str) or path == "":
+        raise InvalidArgument("path must be a non-empty string")
+    if "\x00" in path:
+        raise InvalidArgument("path contains a NUL byte")
+    return os.path.normpath(os.path.join(workdir, path))
+
+
+class PathLocks:
+    """Per-path locks so concurrent writers of one file apply in arrival order."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._locks: dict[str, tuple[threading.Lock, int]] = {}
+
+    @contextlib.contextmanager
+    def hold(self, path: str) -> Iterator[None]:
+        with self._guard:
+            lock, users = self._locks.get(path, (threading.Lock(), 0))
+            self._locks[path] = (lock, users + 1)
+        try:
+            with lock:
+                yield
+        finally:
+            with self._guard:
+                lock, users = self._locks[path]
+                if users == 1:
+                    del self._locks[path]
+                else:
+                    self._locks[path] = (lock, users - 1)
+
+
+def os_error(exc: OSError, path: str) -> SandboxdError:
+    """Translate an OSError about ``path`` into the domain error tree."""
+    reason = exc.strerror or str(exc)
+    if exc.errno == errno.ENOENT:
+        return NotFound(f"{path}: no such file or directory")
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return PermissionDenied(f"{path}: permission denied")
+    if exc.errno == errno.EEXIST:
+        return AlreadyExists(f"{path}: already exists")
+    if exc.errno == errno.EISDIR:
+        return InvalidArgument(f"{path} is a directory")
+    if exc.errno == errno.ENOTDIR:
+        return InvalidArgument(f"{path}: a parent of this path is not a directory")
+    if exc.errno == errno.ENOTEMPTY:
+        return InvalidArgument(f"{path} is a non-empty directory; set recursive to remove it")
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return ResourceExhausted(f"{path}: no space left in the workspace")
+    if exc.errno == errno.EROFS:
+        return PermissionDenied(f"{path}: read-only file system")
+    if exc.errno == errno.ENAMETOOLONG:
+        return InvalidArgument(f"{path}: file name too long")
+    if exc.errno == errno.ELOOP:
+        return InvalidArgument(f"{path}: too many levels of symbolic links")
+    return SandboxdError(f"{path}: {reason}")
+
+
+def file_type(mode: int) -> str:
+    if stat_module.S_ISLNK(mode):
+        return "symlink"
+    if stat_module.S_ISDIR(mode):
+        return "directory"
+    if stat_module.S_ISREG(mode):
+        return "file"
+    return "other"
+
+
+def sha256_of(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def read_file(path: str, offset: int, length: int | None, max_bytes: int) -> dict[str, Any]:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise os_error(exc, path) from exc
+    try:
+        info = os.fstat(fd)
+        if stat_module.S_ISDIR(info.st_mode):
+            raise InvalidArgument(f"{path} is a directory; use list_dir")
+        size = info.st_size
+        wanted = max(size - offset, 0) if length is None else length
+        if wanted > max_bytes:
+            raise ResourceExhausted(
+                f"{path}: reading {wanted} bytes exceeds the payload limit of {max_bytes} "
+                "bytes; read it in pieces with offset and length"
+            )
+        parts: list[bytes] = []
+        position, remaining = offset, wanted
+        while remaining > 0:
+            chunk = os.pread(fd, min(remaining, _CHUNK), position)
+            if not chunk:
+                break
+            parts.append(chunk)
+            position += len(chunk)
+            remaining -= len(chunk)
+        data = b"".join(parts)
+        return {"data": data, "size": size, "eof": offset + len(data) >= size}
+    except OSError as exc:
+        raise os_error(exc, path) from exc
+    finally:
+        os.close(fd)
+
+
+def write_file(
+    path: str,
+    data: bytes,
+    *,
+    create_parents: bool,
+    expected_sha256: str | None,
+    mode: int | None,
+    locks: PathLocks,
+) -> dict[str, Any]:
+    # Write through a symlink rather than replacing it with a regular file.
+    target = os.path.realpath(path) if os.path.islink(path) else path
+    with locks.hold(target):
+        parent = os.path.dirname(target) or "."
+        if create_parents:
+            try:
+                os.makedirs(parent, exist_ok=True)
+            except OSError as exc:
+                raise os_error(exc, parent) from exc
+        elif not os.path.isdir(parent):
+            raise NotFound(
+                f"{path}: parent directory {parent} does not exist; set create_parents to create it"
+            )
+        try:
+            existing = os.stat(target)
+        except FileNotFoundError:
+            existing = None
+        except OSError as exc:
+            raise os_error(exc, path) from exc
+        if existing is not None and stat_module.S_ISDIR(existing.st_mode):
+            raise InvalidArgument(f"{path} is a directory")
+        if expected_sha256 is not None:
+            current = ABSENT if existing is None else sha256_of(target)
+            if current != expected_sha256:
+                raise Conflict(
+                    f"{path}: content changed (expected sha256 {expected_sha256}, "
+                    f"found {current}); nothing was written"
+                )
+        _replace_atomically(target, data, existing, mode)
+        return {
+            "size": len(data),
+            "sha256": hashlib.sha256(data).hexdigest(),
+            "created": existing is None,
+        }
+
+
+def _replace_atomically(
+    target: str, data: bytes, existing: os.stat_result | None, mode: int | None
+) -> None:
+    parent = os.path.dirname(target) or "."
+    try:
+        fd, temp = tempfile.mkstemp(prefix=".sandboxd-", suffix=".tmp", dir=parent)
+    except OSError as exc:
+        raise os_error(exc, target) from exc
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        if existing is not None:
+            os.chmod(temp, stat_module.S_IMODE(existing.st_mode))
+        else:
+            # mkstemp creates 0600; a new file gets the usual umask-derived mode.
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(temp, (0o666 & ~umask) if mode is None else mode & 0o7777)
+        os.replace(temp, target)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise os_error(exc, target) from exc
+
+
+def stat(path: str, *, follow_symlinks: bool) -> dict[str, Any]:
+    try:
+        info = os.stat(path) if follow_symlinks else os.lstat(path)
+    except OSError as exc:
+        raise os_error(exc, path) from exc
+    return _describe(path, info)
+
+
+def _describe(path: str, info: os.stat_result) -> dict[str, Any]:
+    kind = file_type(info.st_mode)
+    target = ""
+    if kind == "symlink":
+        with contextlib.suppress(OSError):
+            target = os.readlink(path)
+    return {
+        "path": path,
+        "name": os.path.basename(path) or path,
+        "type": kind,
+        "size": info.st_size,
+        "mode": stat_module.S_IMODE(info.st_mode),
+        "mtime_ns": info.st_mtime_ns,
+        "symlink_target": target,
+    }
+
+
+def list_dir(path: str) -> list[dict[str, Any]]:
+    try:
+        names = sorted(os.listdir(path))
+    except OSError as exc:
+        raise os_error(exc, path) from exc
+    entries = []
+    for name in names:
+        child = os.path.join(path, name)
+        try:
+            entries.append(_describe(child, os.lstat(child)))
+        except FileNotFoundError:
+            continue  # removed while listing
+    return entries
+
+
+def exists(path: str) -> dict[str, Any]:
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return {"exists": False, "type": None}
+    except OSError as exc:
+        if exc.errno == errno.ENOTDIR:
+            return {"exists": False, "type": None}
+        raise os_error(exc, path) from exc
+    return {"exists": True, "type": file_type(info.st_mode)}
+
+
+def make_dir(path: str, *, parents: bool, exist_ok: bool) -> dict[str, Any]:
+    try:
+        if parents:
+            already = os.path.isdir(path)
+            if already and not exist_ok:
+                raise AlreadyExists(f"{path}: already exists")
+            os.makedirs(path, exist_ok=True)
+            return {"created": not already}
+        os.mkdir(path)
+        return {"created": True}
+    except FileExistsError as exc:
+        if exist_ok and os.path.isdir(path):
+            return {"created": False}
+        raise os_error(exc, path) from exc
+    except OSError as exc:
+        raise os_error(exc, path) from exc
+
+
+def remove(path: str, *, recursive: bool, missing_ok: bool, protected: tuple[str, ...]) -> bool:
+    if path in protected or path == os.sep:
+        raise InvalidArgument(f"{path} is the workspace root and cannot be removed")
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError as exc:
+        if missing_ok:
+            return False
+        raise os_error(exc, path) from exc
+    except OSError as exc:
+        raise os_error(exc, path) from exc
+    try:
+        if stat_module.S_ISDIR(info.st_mode):
+            if recursive:
+                shutil.rmtree(path)
+            else:
+                os.rmdir(path)
+        else:
+            os.unlink(path)
+    except OSError as exc:
+        raise os_error(exc, getattr(exc, "filename", None) or path) from exc
+    return True

@@ -1,0 +1,115 @@
+"""The executor's main loop inside a workspace container.
+
+Reads request lines from stdin (the Docker attach stream sandboxd holds),
+runs each on a worker thread so a long command never blocks a file read, and
+writes reply lines to stdout under one lock. Nothing a request carries can
+end this loop: every failure becomes an error reply.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, BinaryIO
+
+from sandboxd.errors import SandboxdError
+from sandboxd.executor import wire
+from sandboxd.executor.dispatch import Executor
+from sandboxd.executor.wire import from_wire, to_wire
+
+STATE_DIR = "/tmp/sandboxd"
+MAX_WORKERS = 256
+_PR_SET_DUMPABLE = 4
+
+
+def _log(message: str) -> None:
+    with contextlib.suppress(OSError):
+        sys.stderr.write(f"executor: {message}\n")
+        sys.stderr.flush()
+
+
+def _harden() -> None:
+    # Not dumpable: /proc/<executor>/fd becomes root-owned, so a process of
+    # the sandbox user cannot open the executor's stdin/stdout and forge frames.
+    with contextlib.suppress(Exception):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+
+
+class _Server:
+    def __init__(self, executor: Executor, out: BinaryIO) -> None:
+        self.executor = executor
+        self.out = out
+        self.out_lock = threading.Lock()
+        self.cancels: dict[int, threading.Event] = {}
+        self.pool = ThreadPoolExecutor(max_workers=MAX_WORKERS, thread_name_prefix="op")
+
+    def send(self, message: dict[str, Any]) -> None:
+        line = wire.encode(message)
+        with self.out_lock:
+            try:
+                self.out.write(line)
+                self.out.flush()
+            except OSError as exc:
+                _log(f"cannot write reply: {exc}")
+
+    def accept(self, line: bytes) -> None:
+        try:
+            message = wire.decode(line)
+        except ValueError:
+            _log(f"dropped a malformed frame of {len(line)} bytes")
+            return
+        request_id = message.get("id")
+        op = message.get("op")
+        if op == "cancel":
+            event = self.cancels.get(message.get("target"))  # type: ignore[arg-type]
+            if event is not None:
+                event.set()
+            return
+        if not isinstance(request_id, int) or not isinstance(op, str):
+            _log("dropped a frame without an integer id and an op")
+            return
+        args = message.get("args") or {}
+        if not isinstance(args, dict):
+            self.send(
+                {
+                    "id": request_id,
+                    "err": {"kind": "invalid_argument", "message": "args must be an object"},
+                }
+            )
+            return
+        cancel = threading.Event()
+        self.cancels[request_id] = cancel
+        self.pool.submit(self.serve, request_id, op, args, cancel, bool(message.get("stream")))
+
+    def serve(
+        self, request_id: int, op: str, args: dict[str, Any], cancel: threading.Event, stream: bool
+    ) -> None:
+        def emit(event: dict[str, Any]) -> None:
+            self.send({"id": request_id, "ev": to_wire(event)})
+
+        try:
+            result = self.executor.handle(op, from_wire(args), cancel, emit if stream else None)
+            self.send({"id": request_id, "ok": to_wire(result)})
+        except SandboxdError as exc:
+            self.send({"id": request_id, "err": {"kind": exc.kind, "message": exc.message}})
+        except Exception as exc:  # a bug must not end the loop
+            _log(f"{op} failed: {exc!r}")
+            self.send({"id": request_id, "err": {"kind": "internal", "message": f"{op}: {exc!r}"}})
+        finally:
+            self.cancels.pop(request_id, None)
+
+
+def main(stdin: BinaryIO, bundle_id: str) -> None:
+    _harden()
+    os.makedirs(STATE_DIR, mode=0o700, exist_ok=True)
+    executor = Executor(os.getcwd(), state_dir=STATE_DIR, bundle_id=bundle_id)
+    server = _Server(executor, sys.stdout.buffer)
+    for line in iter(stdin.readline, b""):
+        if line.strip():
+            server.accept(line)
+    # stdin only closes when the container is being torn down.
+    executor.close()

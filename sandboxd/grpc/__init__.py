@@ -1,0 +1,1 @@
+"""The gRPC transport: protobuf stays in this package."""

@@ -1,0 +1,193 @@
+"""Protobuf <-> ``sandboxd.models``, for the server and for runtime_client.
+
+The only module besides the generated code that knows message layouts, so
+protobuf never leaks past the transport on either side.
+"""
+
+from __future__ import annotations
+
+from sandboxd.models import (
+    ExecEvent,
+    ExecExit,
+    ExecOutput,
+    ExecRequest,
+    ExecResult,
+    ExistsResult,
+    FileInfo,
+    FileType,
+    Runtime,
+    SandboxInfo,
+    SandboxOptions,
+)
+from sandboxd.v1 import sandbox_pb2 as pb
+
+_RUNTIME_TO_PB = {
+    None: pb.RUNTIME_UNSPECIFIED,
+    Runtime.RUNC: pb.RUNTIME_RUNC,
+    Runtime.RUNSC: pb.RUNTIME_RUNSC,
+}
+_RUNTIME_FROM_PB = {v: k for k, v in _RUNTIME_TO_PB.items()}
+_TYPE_TO_PB = {
+    None: pb.FILE_TYPE_UNSPECIFIED,
+    FileType.FILE: pb.FILE_TYPE_FILE,
+    FileType.DIRECTORY: pb.FILE_TYPE_DIRECTORY,
+    FileType.SYMLINK: pb.FILE_TYPE_SYMLINK,
+    FileType.OTHER: pb.FILE_TYPE_OTHER,
+}
+_TYPE_FROM_PB = {v: k for k, v in _TYPE_TO_PB.items()}
+
+
+def options_to_pb(options: SandboxOptions) -> pb.SandboxOptions:
+    return pb.SandboxOptions(
+        image=options.image,
+        env=dict(options.env),
+        workdir=options.workdir,
+        memory_bytes=options.memory_bytes,
+        cpus=options.cpus,
+        pids_limit=options.pids_limit,
+        network=options.network,
+        runtime=_RUNTIME_TO_PB[options.runtime],
+        labels=dict(options.labels),
+    )
+
+
+def options_from_pb(message: pb.SandboxOptions) -> SandboxOptions:
+    return SandboxOptions(
+        image=message.image,
+        env=dict(message.env),
+        workdir=message.workdir,
+        memory_bytes=message.memory_bytes,
+        cpus=message.cpus,
+        pids_limit=message.pids_limit,
+        network=message.network,
+        runtime=_RUNTIME_FROM_PB.get(message.runtime),
+        labels=dict(message.labels),
+    )
+
+
+def info_to_pb(info: SandboxInfo) -> pb.SandboxInfo:
+    return pb.SandboxInfo(
+        instance_id=info.instance_id,
+        state=info.state,
+        container_id=info.container_id,
+        volume=info.volume,
+        options=options_to_pb(info.options),
+        created_at_ms=info.created_at_ms,
+    )
+
+
+def info_from_pb(message: pb.SandboxInfo) -> SandboxInfo:
+    return SandboxInfo(
+        instance_id=message.instance_id,
+        state=message.state,
+        container_id=message.container_id,
+        volume=message.volume,
+        options=options_from_pb(message.options),
+        created_at_ms=message.created_at_ms,
+    )
+
+
+def file_info_to_pb(info: FileInfo) -> pb.FileInfo:
+    return pb.FileInfo(
+        path=info.path,
+        name=info.name,
+        type=_TYPE_TO_PB[info.type],
+        size=info.size,
+        mode=info.mode,
+        mtime_ns=info.mtime_ns,
+        symlink_target=info.symlink_target,
+    )
+
+
+def file_info_from_pb(message: pb.FileInfo) -> FileInfo:
+    return FileInfo(
+        path=message.path,
+        name=message.name,
+        type=_TYPE_FROM_PB.get(message.type) or FileType.OTHER,
+        size=message.size,
+        mode=message.mode,
+        mtime_ns=message.mtime_ns,
+        symlink_target=message.symlink_target,
+    )
+
+
+def exists_to_pb(result: ExistsResult) -> pb.ExistsResponse:
+    return pb.ExistsResponse(exists=result.exists, type=_TYPE_TO_PB[result.type])
+
+
+def exists_from_pb(message: pb.ExistsResponse) -> ExistsResult:
+    return ExistsResult(exists=message.exists, type=_TYPE_FROM_PB.get(message.type))
+
+
+def exec_request_to_pb(instance_id: str, request: ExecRequest) -> pb.ExecRequest:
+    message = pb.ExecRequest(
+        instance_id=instance_id,
+        cwd=request.cwd,
+        env=dict(request.env),
+        stdin=request.stdin,
+        timeout_ms=request.timeout_ms,
+    )
+    if request.argv is not None:
+        message.argv.args.extend(request.argv)
+    if request.shell is not None:
+        message.shell = request.shell
+    return message
+
+
+def exec_request_from_pb(message: pb.ExecRequest) -> ExecRequest:
+    command = message.WhichOneof("command")
+    return ExecRequest(
+        argv=tuple(message.argv.args) if command == "argv" else None,
+        shell=message.shell if command == "shell" else None,
+        cwd=message.cwd,
+        env=dict(message.env),
+        stdin=message.stdin,
+        timeout_ms=message.timeout_ms,
+    )
+
+
+def exec_result_to_pb(result: ExecResult) -> pb.ExecResponse:
+    return pb.ExecResponse(
+        stdout=result.stdout,
+        stderr=result.stderr,
+        exit_code=result.exit_code,
+        timed_out=result.timed_out,
+        duration_ms=result.duration_ms,
+        stdout_truncated=result.stdout_truncated,
+        stderr_truncated=result.stderr_truncated,
+    )
+
+
+def exec_result_from_pb(message: pb.ExecResponse) -> ExecResult:
+    return ExecResult(
+        stdout=message.stdout,
+        stderr=message.stderr,
+        exit_code=message.exit_code,
+        timed_out=message.timed_out,
+        duration_ms=message.duration_ms,
+        stdout_truncated=message.stdout_truncated,
+        stderr_truncated=message.stderr_truncated,
+    )
+
+
+def exec_event_to_pb(event: ExecEvent) -> pb.ExecStreamResponse:
+    if isinstance(event, ExecExit):
+        return pb.ExecStreamResponse(
+            exit=pb.ExecExit(
+                exit_code=event.exit_code, timed_out=event.timed_out, duration_ms=event.duration_ms
+            )
+        )
+    if event.stream == "stdout":
+        return pb.ExecStreamResponse(stdout=event.data)
+    return pb.ExecStreamResponse(stderr=event.data)
+
+
+def exec_event_from_pb(message: pb.ExecStreamResponse) -> ExecEvent:
+    kind = message.WhichOneof("event")
+    if kind == "exit":
+        return ExecExit(
+            exit_code=message.exit.exit_code,
+            timed_out=message.exit.timed_out,
+            duration_ms=message.exit.duration_ms,
+        )
+    return ExecOutput(stream=kind or "stdout", data=getattr(message, kind or "stdout"))

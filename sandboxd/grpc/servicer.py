@@ -1,0 +1,127 @@
+"""The gRPC servicer: messages in, ``SandboxService`` calls, messages out.
+
+Thin on purpose: no validation or semantics live here (the service has
+them), and errors are mapped by ``status`` alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import TypeAlias
+
+import grpc
+
+from sandboxd.grpc import convert
+from sandboxd.grpc.status import streaming, unary
+from sandboxd.service import SandboxService
+from sandboxd.v1 import sandbox_pb2 as pb
+from sandboxd.v1 import sandbox_pb2_grpc as pb_grpc
+
+Context: TypeAlias = grpc.aio.ServicerContext
+
+
+class SandboxServicer(pb_grpc.SandboxServiceServicer):  # type: ignore[misc]
+    def __init__(self, service: SandboxService) -> None:
+        self.service = service
+
+    @unary
+    async def CreateSandbox(
+        self, request: pb.CreateSandboxRequest, context: Context
+    ) -> pb.CreateSandboxResponse:
+        info, created = await self.service.create_sandbox(
+            request.instance_id, convert.options_from_pb(request.options)
+        )
+        return pb.CreateSandboxResponse(sandbox=convert.info_to_pb(info), created=created)
+
+    @unary
+    async def GetSandbox(
+        self, request: pb.GetSandboxRequest, context: Context
+    ) -> pb.GetSandboxResponse:
+        info = await self.service.get_sandbox(request.instance_id)
+        return pb.GetSandboxResponse(sandbox=convert.info_to_pb(info))
+
+    @unary
+    async def ListSandboxes(
+        self, request: pb.ListSandboxesRequest, context: Context
+    ) -> pb.ListSandboxesResponse:
+        found = await self.service.list_sandboxes(dict(request.label_selector))
+        return pb.ListSandboxesResponse(sandboxes=[convert.info_to_pb(i) for i in found])
+
+    @unary
+    async def DeleteSandbox(
+        self, request: pb.DeleteSandboxRequest, context: Context
+    ) -> pb.DeleteSandboxResponse:
+        await self.service.delete_sandbox(request.instance_id)
+        return pb.DeleteSandboxResponse(deleted=True)
+
+    @unary
+    async def ReadFile(self, request: pb.ReadFileRequest, context: Context) -> pb.ReadFileResponse:
+        result = await self.service.read_file(
+            request.instance_id,
+            request.path,
+            request.offset,
+            request.length if request.HasField("length") else None,
+        )
+        return pb.ReadFileResponse(data=result.data, size=result.size, eof=result.eof)
+
+    @unary
+    async def WriteFile(
+        self, request: pb.WriteFileRequest, context: Context
+    ) -> pb.WriteFileResponse:
+        result = await self.service.write_file(
+            request.instance_id,
+            request.path,
+            request.data,
+            create_parents=request.create_parents,
+            expected_sha256=request.expected_sha256
+            if request.HasField("expected_sha256")
+            else None,
+            mode=request.mode if request.HasField("mode") else None,
+        )
+        return pb.WriteFileResponse(size=result.size, sha256=result.sha256, created=result.created)
+
+    @unary
+    async def Stat(self, request: pb.StatRequest, context: Context) -> pb.StatResponse:
+        info = await self.service.stat(
+            request.instance_id, request.path, follow_symlinks=request.follow_symlinks
+        )
+        return pb.StatResponse(info=convert.file_info_to_pb(info))
+
+    @unary
+    async def ListDir(self, request: pb.ListDirRequest, context: Context) -> pb.ListDirResponse:
+        entries = await self.service.list_dir(request.instance_id, request.path)
+        return pb.ListDirResponse(entries=[convert.file_info_to_pb(e) for e in entries])
+
+    @unary
+    async def Exists(self, request: pb.ExistsRequest, context: Context) -> pb.ExistsResponse:
+        return convert.exists_to_pb(await self.service.exists(request.instance_id, request.path))
+
+    @unary
+    async def MakeDir(self, request: pb.MakeDirRequest, context: Context) -> pb.MakeDirResponse:
+        created = await self.service.make_dir(
+            request.instance_id, request.path, parents=request.parents, exist_ok=request.exist_ok
+        )
+        return pb.MakeDirResponse(created=created)
+
+    @unary
+    async def Remove(self, request: pb.RemoveRequest, context: Context) -> pb.RemoveResponse:
+        removed = await self.service.remove(
+            request.instance_id,
+            request.path,
+            recursive=request.recursive,
+            missing_ok=request.missing_ok,
+        )
+        return pb.RemoveResponse(removed=removed)
+
+    @unary
+    async def Exec(self, request: pb.ExecRequest, context: Context) -> pb.ExecResponse:
+        result = await self.service.exec(request.instance_id, convert.exec_request_from_pb(request))
+        return convert.exec_result_to_pb(result)
+
+    @streaming
+    async def ExecStream(
+        self, request: pb.ExecStreamRequest, context: Context
+    ) -> AsyncIterator[pb.ExecStreamResponse]:
+        exec_request = convert.exec_request_from_pb(request.exec)
+        async for event in self.service.exec_stream(request.exec.instance_id, exec_request):
+            yield convert.exec_event_to_pb(event)

@@ -1,0 +1,77 @@
+"""The one place where domain errors become gRPC status codes.
+
+Every servicer method runs inside ``status_on_error``; nothing else in the
+server calls ``context.abort``. The table is the error tree's own
+``status_name``, which runtime_client reads too, so both ends agree.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TypeVar
+
+import grpc
+
+from sandboxd.errors import SandboxdError
+
+log = logging.getLogger(__name__)
+
+Self = TypeVar("Self")
+Request = TypeVar("Request")
+Response = TypeVar("Response")
+
+
+def status_code(error: SandboxdError) -> grpc.StatusCode:
+    return getattr(grpc.StatusCode, error.status_name, grpc.StatusCode.INTERNAL)
+
+
+async def _abort(context: grpc.aio.ServicerContext, exc: BaseException) -> None:
+    if isinstance(exc, SandboxdError):
+        await context.abort(status_code(exc), exc.message)
+    incident = uuid.uuid4().hex[:12]
+    log.error("internal error %s", incident, exc_info=exc)
+    await context.abort(
+        grpc.StatusCode.INTERNAL, f"internal error {incident}; the daemon log has the details"
+    )
+
+
+def unary(
+    method: Callable[[Self, Request, grpc.aio.ServicerContext], Awaitable[Response]],
+) -> Callable[[Self, Request, grpc.aio.ServicerContext], Awaitable[Response]]:
+    @functools.wraps(method)
+    async def wrapper(self: Self, request: Request, context: grpc.aio.ServicerContext) -> Response:
+        try:
+            return await method(self, request, context)
+        except Exception as exc:
+            if _is_abort(exc):
+                raise
+            await _abort(context, exc)
+            raise AssertionError("unreachable") from exc
+
+    return wrapper
+
+
+def streaming(
+    method: Callable[[Self, Request, grpc.aio.ServicerContext], AsyncIterator[Response]],
+) -> Callable[[Self, Request, grpc.aio.ServicerContext], AsyncIterator[Response]]:
+    @functools.wraps(method)
+    async def wrapper(
+        self: Self, request: Request, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[Response]:
+        try:
+            async for item in method(self, request, context):
+                yield item
+        except Exception as exc:
+            if _is_abort(exc):
+                raise
+            await _abort(context, exc)
+
+    return wrapper
+
+
+def _is_abort(exc: BaseException) -> bool:
+    # context.abort raises this to unwind the handler; it must pass through.
+    return isinstance(exc, grpc.aio.AbortError)

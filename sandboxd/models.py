@@ -1,0 +1,168 @@
+"""Values that cross sandboxd's layers: frozen, typed, free of protobuf.
+
+The gRPC layer converts these to and from messages (``sandboxd.grpc.convert``);
+runtime_client hands the very same classes to its callers.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+
+def _frozen_map(value: Mapping[str, str] | None) -> Mapping[str, str]:
+    return MappingProxyType(dict(value or {}))
+
+
+class Runtime(enum.StrEnum):
+    RUNC = "runc"
+    RUNSC = "runsc"
+
+
+class FileType(enum.StrEnum):
+    FILE = "file"
+    DIRECTORY = "directory"
+    SYMLINK = "symlink"
+    OTHER = "other"
+
+
+@dataclass(frozen=True)
+class SandboxOptions:
+    """What a caller asks for. Zero / empty / None means "the daemon's default"."""
+
+    image: str = ""
+    env: Mapping[str, str] = field(default_factory=dict)
+    workdir: str = ""
+    memory_bytes: int = 0
+    cpus: float = 0.0
+    pids_limit: int = 0
+    network: bool = False
+    runtime: Runtime | None = None
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "env", _frozen_map(self.env))
+        object.__setattr__(self, "labels", _frozen_map(self.labels))
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "image": self.image,
+            "env": dict(self.env),
+            "workdir": self.workdir,
+            "memory_bytes": self.memory_bytes,
+            "cpus": self.cpus,
+            "pids_limit": self.pids_limit,
+            "network": self.network,
+            "runtime": self.runtime.value if self.runtime else None,
+            "labels": dict(self.labels),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object]) -> SandboxOptions:
+        runtime = data.get("runtime")
+        return cls(
+            image=str(data.get("image", "")),
+            env={str(k): str(v) for k, v in _as_mapping(data.get("env")).items()},
+            workdir=str(data.get("workdir", "")),
+            memory_bytes=int(_as_number(data.get("memory_bytes", 0))),
+            cpus=float(_as_number(data.get("cpus", 0.0))),
+            pids_limit=int(_as_number(data.get("pids_limit", 0))),
+            network=bool(data.get("network", False)),
+            runtime=Runtime(str(runtime)) if runtime else None,
+            labels={str(k): str(v) for k, v in _as_mapping(data.get("labels")).items()},
+        )
+
+
+def _as_mapping(value: object) -> Mapping[object, object]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _as_number(value: object) -> float:
+    return float(value) if isinstance(value, int | float | str) else 0.0
+
+
+@dataclass(frozen=True)
+class SandboxInfo:
+    instance_id: str
+    state: str  # running | stopped | missing
+    container_id: str
+    volume: str
+    options: SandboxOptions  # effective: defaults filled in
+    created_at_ms: int
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    path: str
+    name: str
+    type: FileType
+    size: int
+    mode: int
+    mtime_ns: int
+    symlink_target: str = ""
+
+
+@dataclass(frozen=True)
+class ReadFileResult:
+    data: bytes
+    size: int  # of the whole file
+    eof: bool
+
+
+@dataclass(frozen=True)
+class WriteFileResult:
+    size: int
+    sha256: str
+    created: bool
+
+
+@dataclass(frozen=True)
+class ExistsResult:
+    exists: bool
+    type: FileType | None
+
+
+@dataclass(frozen=True)
+class ExecRequest:
+    """One process run. Exactly one of ``argv`` and ``shell`` is set."""
+
+    argv: tuple[str, ...] | None = None
+    shell: str | None = None
+    cwd: str = ""
+    env: Mapping[str, str] = field(default_factory=dict)
+    stdin: bytes = b""
+    timeout_ms: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "env", _frozen_map(self.env))
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    stdout: bytes
+    stderr: bytes
+    exit_code: int  # -N: killed by signal N
+    timed_out: bool
+    duration_ms: int
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
+
+
+@dataclass(frozen=True)
+class ExecOutput:
+    """A chunk of output from a streaming exec, in the order it was produced."""
+
+    stream: str  # "stdout" | "stderr"
+    data: bytes
+
+
+@dataclass(frozen=True)
+class ExecExit:
+    exit_code: int
+    timed_out: bool
+    duration_ms: int
+
+
+ExecEvent = ExecOutput | ExecExit

@@ -1,0 +1,52 @@
+"""The ports between sandboxd's service layer and its workspace backends."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, Protocol
+
+from sandboxd.models import SandboxInfo, SandboxOptions
+
+
+class Workspace(Protocol):
+    """One live workspace: executor operations run next to its files."""
+
+    @property
+    def instance_id(self) -> str: ...
+
+    async def call(self, op: str, args: Mapping[str, Any]) -> dict[str, Any]:
+        """Run one executor operation; raise the domain error it raised."""
+        ...
+
+    def stream(self, op: str, args: Mapping[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        """Run an operation that emits events; yields them, then the result
+        as ``{"result": ...}``."""
+        ...
+
+
+class WorkspaceBackend(Protocol):
+    """Creates, finds and removes workspaces. One module per implementation."""
+
+    name: str
+
+    async def start(self) -> None:
+        """Connect, and adopt the workspaces this backend already has."""
+        ...
+
+    async def create(self, instance_id: str, options: SandboxOptions) -> tuple[SandboxInfo, bool]:
+        """Create, or return the existing workspace (idempotent per id)."""
+        ...
+
+    async def get(self, instance_id: str) -> SandboxInfo: ...
+
+    async def list(self, label_selector: Mapping[str, str]) -> list[SandboxInfo]: ...
+
+    async def delete(self, instance_id: str) -> None: ...
+
+    async def workspace(self, instance_id: str) -> Workspace:
+        """The live workspace for an id, started or re-attached as needed."""
+        ...
+
+    async def close(self) -> None:
+        """Let go of connections; workspaces keep running."""
+        ...

@@ -1,0 +1,230 @@
+"""The service layer: every transport (gRPC today, HTTP later, in-process for
+runtime_client's local factory) calls these methods, so validation, limits
+and semantics exist once. Values in and out are ``sandboxd.models``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from sandboxd import validation
+from sandboxd.config import Settings
+from sandboxd.errors import InvalidArgument, ResourceExhausted
+from sandboxd.executor.files import ABSENT
+from sandboxd.models import (
+    ExecEvent,
+    ExecExit,
+    ExecOutput,
+    ExecRequest,
+    ExecResult,
+    ExistsResult,
+    FileInfo,
+    FileType,
+    ReadFileResult,
+    SandboxInfo,
+    SandboxOptions,
+    WriteFileResult,
+)
+from sandboxd.ports import Workspace, WorkspaceBackend
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def _file_info(raw: Mapping[str, Any]) -> FileInfo:
+    return FileInfo(
+        path=str(raw["path"]),
+        name=str(raw["name"]),
+        type=FileType(raw["type"]),
+        size=int(raw["size"]),
+        mode=int(raw["mode"]),
+        mtime_ns=int(raw["mtime_ns"]),
+        symlink_target=str(raw.get("symlink_target", "")),
+    )
+
+
+class SandboxService:
+    def __init__(self, backend: WorkspaceBackend, settings: Settings) -> None:
+        self.backend = backend
+        self.settings = settings
+
+    # ------------------------------------------------------------ lifecycle
+
+    async def create_sandbox(
+        self, instance_id: str, options: SandboxOptions | None = None
+    ) -> tuple[SandboxInfo, bool]:
+        validation.instance_id(instance_id)
+        return await self.backend.create(instance_id, options or SandboxOptions())
+
+    async def get_sandbox(self, instance_id: str) -> SandboxInfo:
+        return await self.backend.get(validation.instance_id(instance_id))
+
+    async def list_sandboxes(
+        self, label_selector: Mapping[str, str] | None = None
+    ) -> list[SandboxInfo]:
+        selector = dict(label_selector or {})
+        validation.labels(selector, "label_selector")
+        return await self.backend.list(selector)
+
+    async def delete_sandbox(self, instance_id: str) -> None:
+        await self.backend.delete(validation.instance_id(instance_id))
+
+    async def _workspace(self, instance_id: str) -> Workspace:
+        return await self.backend.workspace(validation.instance_id(instance_id))
+
+    # ------------------------------------------------------------ files
+
+    async def read_file(
+        self, instance_id: str, path: str, offset: int = 0, length: int | None = None
+    ) -> ReadFileResult:
+        validation.path(path)
+        validation.non_negative(offset, "offset")
+        if length is not None:
+            validation.non_negative(length, "length")
+            self._check_payload(length, "length")
+        workspace = await self._workspace(instance_id)
+        raw = await workspace.call("read_file", {"path": path, "offset": offset, "length": length})
+        return ReadFileResult(data=raw["data"], size=int(raw["size"]), eof=bool(raw["eof"]))
+
+    async def write_file(
+        self,
+        instance_id: str,
+        path: str,
+        data: bytes,
+        *,
+        create_parents: bool = False,
+        expected_sha256: str | None = None,
+        mode: int | None = None,
+    ) -> WriteFileResult:
+        validation.path(path)
+        self._check_payload(len(data), "data")
+        if expected_sha256 is not None and not (
+            expected_sha256 == ABSENT or _SHA256.fullmatch(expected_sha256)
+        ):
+            raise InvalidArgument(
+                f"expected_sha256 must be 64 lowercase hex digits or {ABSENT!r} "
+                f"(got {expected_sha256!r})"
+            )
+        if mode is not None and not 0 <= mode <= 0o7777:
+            raise InvalidArgument(f"mode must be a permission value 0..0o7777 (got {mode:#o})")
+        workspace = await self._workspace(instance_id)
+        raw = await workspace.call(
+            "write_file",
+            {
+                "path": path,
+                "data": data,
+                "create_parents": create_parents,
+                "expected_sha256": expected_sha256,
+                "mode": mode,
+            },
+        )
+        return WriteFileResult(
+            size=int(raw["size"]), sha256=str(raw["sha256"]), created=bool(raw["created"])
+        )
+
+    async def stat(self, instance_id: str, path: str, *, follow_symlinks: bool = False) -> FileInfo:
+        validation.path(path)
+        workspace = await self._workspace(instance_id)
+        return _file_info(
+            await workspace.call("stat", {"path": path, "follow_symlinks": follow_symlinks})
+        )
+
+    async def list_dir(self, instance_id: str, path: str) -> list[FileInfo]:
+        validation.path(path)
+        workspace = await self._workspace(instance_id)
+        raw = await workspace.call("list_dir", {"path": path})
+        return [_file_info(entry) for entry in raw["entries"]]
+
+    async def exists(self, instance_id: str, path: str) -> ExistsResult:
+        validation.path(path)
+        workspace = await self._workspace(instance_id)
+        raw = await workspace.call("exists", {"path": path})
+        kind = raw.get("type")
+        return ExistsResult(exists=bool(raw["exists"]), type=FileType(kind) if kind else None)
+
+    async def make_dir(
+        self, instance_id: str, path: str, *, parents: bool = False, exist_ok: bool = False
+    ) -> bool:
+        validation.path(path)
+        workspace = await self._workspace(instance_id)
+        raw = await workspace.call(
+            "make_dir", {"path": path, "parents": parents, "exist_ok": exist_ok}
+        )
+        return bool(raw["created"])
+
+    async def remove(
+        self, instance_id: str, path: str, *, recursive: bool = False, missing_ok: bool = False
+    ) -> bool:
+        validation.path(path)
+        workspace = await self._workspace(instance_id)
+        raw = await workspace.call(
+            "remove", {"path": path, "recursive": recursive, "missing_ok": missing_ok}
+        )
+        return bool(raw["removed"])
+
+    # ------------------------------------------------------------ exec
+
+    def _exec_args(self, request: ExecRequest) -> dict[str, Any]:
+        if (request.argv is None) == (request.shell is None):
+            raise InvalidArgument("give exactly one of argv and shell")
+        if request.argv is not None and (not request.argv or not request.argv[0]):
+            raise InvalidArgument("argv must be non-empty and name a program")
+        for part in [*(request.argv or ()), request.shell or "", request.cwd]:
+            if "\x00" in part:
+                raise InvalidArgument("command and cwd must not contain NUL bytes")
+        validation.env(request.env)
+        self._check_payload(len(request.stdin), "stdin")
+        timeout_ms = request.timeout_ms or self.settings.exec_timeout_ms
+        if not 1 <= timeout_ms <= self.settings.max_exec_timeout_ms:
+            raise InvalidArgument(
+                f"timeout_ms must be between 1 and {self.settings.max_exec_timeout_ms} "
+                f"(got {request.timeout_ms})"
+            )
+        return {
+            "argv": list(request.argv) if request.argv is not None else None,
+            "shell": request.shell,
+            "cwd": request.cwd,
+            "env": dict(request.env),
+            "stdin": request.stdin,
+            "timeout_ms": timeout_ms,
+        }
+
+    async def exec(self, instance_id: str, request: ExecRequest) -> ExecResult:
+        args = self._exec_args(request)
+        workspace = await self._workspace(instance_id)
+        raw = await workspace.call("exec", args)
+        return ExecResult(
+            stdout=raw["stdout"],
+            stderr=raw["stderr"],
+            exit_code=int(raw["exit_code"]),
+            timed_out=bool(raw["timed_out"]),
+            duration_ms=int(raw["duration_ms"]),
+            stdout_truncated=bool(raw.get("stdout_truncated")),
+            stderr_truncated=bool(raw.get("stderr_truncated")),
+        )
+
+    async def exec_stream(self, instance_id: str, request: ExecRequest) -> AsyncIterator[ExecEvent]:
+        args = self._exec_args(request)
+        workspace = await self._workspace(instance_id)
+        async for event in workspace.stream("exec", args):
+            result = event.get("result")
+            if isinstance(result, dict):
+                yield ExecExit(
+                    exit_code=int(result["exit_code"]),
+                    timed_out=bool(result["timed_out"]),
+                    duration_ms=int(result["duration_ms"]),
+                )
+                return
+            for stream in ("stdout", "stderr"):
+                chunk = event.get(stream)
+                if isinstance(chunk, bytes):
+                    yield ExecOutput(stream=stream, data=chunk)
+
+    def _check_payload(self, size: int, field: str) -> None:
+        limit = self.settings.max_payload_bytes
+        if size > limit:
+            raise ResourceExhausted(
+                f"{field} is {size} bytes, over the payload limit of {limit} bytes "
+                "(SANDBOXD_MAX_PAYLOAD_BYTES); send it in pieces"
+            )

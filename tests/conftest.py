@@ -1,0 +1,43 @@
+"""Shared pytest configuration for every test tier."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    # sandboxd runs on asyncio (grpc.aio); tests use the same loop.
+    return "asyncio"
+
+
+_tier_outcomes: dict[str, dict[str, int]] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    # Count per tier so the summary shows the Docker tier really ran.
+    if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
+        tier = next(
+            (m for m in ("docker", "conformance", "grpc", "unit") if m in report.keywords), "other"
+        )
+        outcome = "skipped" if report.skipped else report.outcome
+        counts = _tier_outcomes.setdefault(tier, {})
+        counts[outcome] = counts.get(outcome, 0) + 1
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    terminalreporter.section("sandboxd test tiers")
+    for tier, counts in sorted(_tier_outcomes.items()):
+        parts = ", ".join(f"{n} {outcome}" for outcome, n in sorted(counts.items()))
+        terminalreporter.write_line(f"{tier}: {parts}")
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    # Under CI a skipped Docker test is a failure: a green run must have run them.
+    skipped = _tier_outcomes.get("docker", {}).get("skipped", 0)
+    if os.environ.get("CI") == "true" and skipped:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        print(f"\nCI=true: {skipped} Docker test(s) skipped; failing the run")

@@ -1,0 +1,121 @@
+"""Docker tier: a real engine, the real workspace image, a real daemon process.
+
+Everything made here lives in a per-run namespace and is removed at the end.
+Under CI=true a missing engine or image FAILS these tests; elsewhere they skip
+with the reason.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import docker
+import docker.errors
+import pytest
+
+from runtime_client import GrpcSandboxFactory
+from sandboxd.backends import labels
+from tests.helpers import Daemon
+
+IMAGE = os.environ.get("SANDBOXD_IMAGE", "sandboxd-workspace:latest")
+RUN_PREFIX = f"t{secrets.token_hex(3)}"
+
+
+def _engine_problem() -> str | None:
+    try:
+        client = docker.from_env()
+        client.ping()
+    except docker.errors.DockerException as exc:
+        return f"no Docker engine answers ({exc}); run `make engine`"
+    try:
+        client.images.get(IMAGE)
+    except docker.errors.ImageNotFound:
+        return f"image {IMAGE} is missing; run `make image`"
+    finally:
+        client.close()
+    return None
+
+
+def remove_namespace_resources(client: docker.DockerClient, prefix: str) -> None:
+    """Remove every container and volume whose namespace starts with ``prefix``."""
+    for container in client.containers.list(all=True, filters={"label": f"{labels.MANAGED}=true"}):
+        if container.labels.get(labels.NAMESPACE, "").startswith(prefix):
+            container.remove(force=True)
+    for volume in client.volumes.list(filters={"label": f"{labels.MANAGED}=true"}):
+        if (volume.attrs.get("Labels") or {}).get(labels.NAMESPACE, "").startswith(prefix):
+            volume.remove(force=True)
+
+
+@pytest.fixture(scope="session")
+def docker_client() -> Iterator[docker.DockerClient]:
+    problem = _engine_problem()
+    if problem is not None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true and the Docker tier cannot run: {problem}")
+        pytest.skip(problem)
+    client = docker.from_env()
+    try:
+        yield client
+    finally:
+        remove_namespace_resources(client, RUN_PREFIX)
+        client.close()
+
+
+@pytest.fixture(scope="session")
+def namespace() -> str:
+    return f"{RUN_PREFIX}-main"
+
+
+@pytest.fixture(scope="session")
+def daemon(
+    docker_client: docker.DockerClient, namespace: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Daemon]:
+    folder = tmp_path_factory.mktemp("daemon")
+    process = Daemon(
+        folder / "sandboxd.sock",
+        "--namespace",
+        namespace,
+        "--image",
+        IMAGE,
+        "--max-payload-bytes",
+        str(1 << 20),
+        "--drain-seconds",
+        "5",
+    ).start()
+    yield process
+    process.stop()
+
+
+@pytest.fixture
+def daemon_factory(docker_client: docker.DockerClient, tmp_path: Path) -> Iterator[type[Daemon]]:
+    """Start extra daemons (their own namespace) that the test may kill."""
+    started: list[Daemon] = []
+
+    class TestDaemon(Daemon):
+        def start(self, timeout: float = 60.0) -> Daemon:
+            started.append(self)
+            return super().start(timeout)
+
+    yield TestDaemon
+    for process in started:
+        process.stop()
+
+
+@pytest.fixture
+async def factory(daemon: Daemon) -> AsyncIterator[GrpcSandboxFactory]:
+    async with GrpcSandboxFactory(daemon.target) as factory:
+        yield factory
+
+
+@pytest.fixture
+def instance_id(request: pytest.FixtureRequest) -> str:
+    return f"{request.node.name[:40].strip('_-[]')}-{secrets.token_hex(3)}".replace(
+        "[", "-"
+    ).replace("]", "")
+
+
+def container_name(namespace: str, instance_id: str) -> str:
+    return labels.resource_name(namespace, instance_id)

@@ -1,0 +1,117 @@
+"""The daemon over real gRPC: lifecycle, verbs, health, reflection, drain."""
+
+from __future__ import annotations
+
+import asyncio
+import stat
+from pathlib import Path
+
+import anyio
+import grpc
+import pytest
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+from runtime_client import (
+    ExecExit,
+    ExecOutput,
+    FileType,
+    GrpcSandboxFactory,
+    NotFound,
+    SandboxOptions,
+)
+from sandboxd.grpc.server import Server
+from tests.helpers import Daemon, health_status
+
+pytestmark = [pytest.mark.grpc, pytest.mark.anyio]
+
+
+async def test_socket_is_private_and_health_serving(server: Server) -> None:
+    mode = server.settings.socket.stat().st_mode
+    assert stat.S_ISSOCK(mode)
+    assert stat.S_IMODE(mode) == 0o600
+    target = f"unix://{server.settings.socket}"
+    assert await anyio.to_thread.run_sync(health_status, target) == "SERVING"
+
+
+def _reflected_services(target: str) -> list[str]:
+    with grpc.insecure_channel(target) as channel:
+        stub = reflection_pb2_grpc.ServerReflectionStub(channel)
+        request = reflection_pb2.ServerReflectionRequest(list_services="")
+        reply = next(iter(stub.ServerReflectionInfo(iter([request]))))
+    return sorted(s.name for s in reply.list_services_response.service)
+
+
+async def test_reflection_lists_the_service(server: Server) -> None:
+    services = await anyio.to_thread.run_sync(
+        _reflected_services, f"unix://{server.settings.socket}"
+    )
+    assert "sandboxd.v1.SandboxService" in services
+    assert "grpc.health.v1.Health" in services
+
+
+async def test_lifecycle_is_idempotent_and_listable(factory: GrpcSandboxFactory) -> None:
+    transport = factory.transport
+    info, created = await transport.create_sandbox("a1", SandboxOptions(labels={"team": "x"}))
+    assert created is True and info.instance_id == "a1"
+    again, created_again = await transport.create_sandbox("a1")
+    assert created_again is False and again.created_at_ms == info.created_at_ms
+    await transport.create_sandbox("a2")
+    assert [i.instance_id for i in await transport.list_sandboxes()] == ["a1", "a2"]
+    assert [i.instance_id for i in await transport.list_sandboxes({"team": "x"})] == ["a1"]
+    await transport.delete_sandbox("a1")
+    with pytest.raises(NotFound, match="no sandbox with instance id 'a1'"):
+        await transport.get_sandbox("a1")
+    with pytest.raises(NotFound):
+        await transport.delete_sandbox("a1")
+
+
+async def test_file_verbs_round_trip(factory: GrpcSandboxFactory) -> None:
+    box = await factory.create_sandbox("files")
+    written = await box.write_file("deep/dir/f.bin", bytes(range(256)))
+    assert written.created and written.size == 256
+    assert (await box.read_file("deep/dir/f.bin", offset=250)).data == bytes(range(250, 256))
+    info = await box.stat("deep/dir/f.bin")
+    assert info.type is FileType.FILE and info.size == 256
+    assert [e.name for e in await box.list_dir("deep")] == ["dir"]
+    assert (await box.exists("deep/dir")).type is FileType.DIRECTORY
+    assert (await box.exists("nope")).exists is False
+    assert await box.make_dir("other/x") is True
+    assert await box.remove("deep", recursive=True) is True
+    assert (await box.exists("deep")).exists is False
+
+
+async def test_exec_and_exec_stream(factory: GrpcSandboxFactory) -> None:
+    box = await factory.create_sandbox("exec")
+    result = await box.exec("echo $GREETING; echo oops >&2; exit 4", env={"GREETING": "hi"})
+    assert (result.stdout, result.stderr, result.exit_code) == (b"hi\n", b"oops\n", 4)
+    argv = await box.exec(["printf", "%s|", "a b", "c"])
+    assert argv.stdout == b"a b|c|"
+    events = [e async for e in box.exec_stream("echo one; sleep 0.2; echo two >&2; exit 2")]
+    assert events[:-1] == [ExecOutput("stdout", b"one\n"), ExecOutput("stderr", b"two\n")]
+    final = events[-1]
+    assert isinstance(final, ExecExit) and final.exit_code == 2 and final.duration_ms >= 200
+
+
+async def test_sigterm_drains_in_flight_calls(tmp_path: Path) -> None:
+    daemon = Daemon(
+        tmp_path / "d.sock",
+        "--backend",
+        "local",
+        "--local-root",
+        str(tmp_path / "root"),
+        "--drain-seconds",
+        "20",
+    )
+    await anyio.to_thread.run_sync(daemon.start)
+    try:
+        async with GrpcSandboxFactory(daemon.target) as factory:
+            box = await factory.create_sandbox("drain")
+            call = asyncio.create_task(box.exec("sleep 1.5; echo finished"))
+            await asyncio.sleep(0.5)
+            code = await anyio.to_thread.run_sync(daemon.terminate)
+            result = await call
+        assert result.stdout == b"finished\n" and result.exit_code == 0
+        assert code == 0
+        assert not daemon.socket.exists()
+    finally:
+        daemon.stop()

@@ -1,0 +1,75 @@
+"""Helpers shared by the test tiers: daemon processes and health probes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def health_status(target: str, timeout: float = 2.0) -> str:
+    with grpc.insecure_channel(target) as channel:
+        reply = health_pb2_grpc.HealthStub(channel).Check(
+            health_pb2.HealthCheckRequest(service=""), timeout=timeout
+        )
+    return str(health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status))
+
+
+class Daemon:
+    """``sandboxd serve`` as a real child process."""
+
+    def __init__(self, socket: Path, *args: str, env: dict[str, str] | None = None) -> None:
+        self.socket = socket
+        self.target = f"unix://{socket}"
+        self.log = socket.with_suffix(".log")
+        self._args = args
+        self._env = {**os.environ, **(env or {})}
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout: float = 60.0) -> Daemon:
+        log = self.log.open("ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "sandboxd", "serve", "--socket", str(self.socket), *self._args],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=self._env,
+            cwd=ROOT,
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"sandboxd exited early:\n{self.log.read_text()}")
+            try:
+                if health_status(self.target, timeout=0.5) == "SERVING":
+                    return self
+            except grpc.RpcError:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError(f"sandboxd did not become healthy:\n{self.log.read_text()}")
+
+    def kill(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(timeout=10)
+
+    def terminate(self, timeout: float = 60.0) -> int:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout=timeout)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()

@@ -1,0 +1,150 @@
+"""The daemon's end of the executor channel, against a scripted peer."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from sandboxd.backends.channel import ExecutorChannel
+from sandboxd.errors import NotFound, SandboxUnavailable, Timeout
+from sandboxd.executor import wire
+
+pytestmark = [pytest.mark.unit, pytest.mark.anyio]
+
+
+class Peer:
+    """Plays the executor: records requests, sends whatever bytes a test scripts."""
+
+    def __init__(self) -> None:
+        self.incoming: asyncio.Queue[bytes] = asyncio.Queue()
+        self.sent: list[dict[str, object]] = []
+
+    async def read(self) -> bytes:
+        return await self.incoming.get()
+
+    def write(self, data: bytes) -> None:
+        for line in data.splitlines():
+            if line.strip():
+                self.sent.append(json.loads(line))
+
+    async def drain(self) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+    def reply(self, data: bytes) -> None:
+        self.incoming.put_nowait(data)
+
+
+async def _wait_for_request(peer: Peer, count: int = 1) -> None:
+    for _ in range(200):
+        if len(peer.sent) >= count:
+            return
+        await asyncio.sleep(0.001)
+    raise AssertionError("no request reached the peer")
+
+
+async def test_reply_split_across_chunks_resolves_the_call() -> None:
+    peer = Peer()
+    channel = ExecutorChannel(peer, peer, name="t", max_line=1 << 20)
+    call = asyncio.create_task(channel.call("stat", {"path": "a"}))
+    await _wait_for_request(peer)
+    line = wire.encode({"id": peer.sent[0]["id"], "ok": {"data_b64": wire.b64(b"\x00\xff")}})
+    peer.reply(line[:5])
+    peer.reply(line[5:])
+    assert await call == {"data": b"\x00\xff"}
+    await channel.close()
+
+
+async def test_error_reply_raises_the_domain_error() -> None:
+    peer = Peer()
+    channel = ExecutorChannel(peer, peer, name="t", max_line=1 << 20)
+    call = asyncio.create_task(channel.call("stat", {"path": "a"}))
+    await _wait_for_request(peer)
+    peer.reply(
+        wire.encode({"id": peer.sent[0]["id"], "err": {"kind": "not_found", "message": "gone"}})
+    )
+    with pytest.raises(NotFound, match="gone"):
+        await call
+    await channel.close()
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        b"not json\n",
+        b"[1,2]\n",
+        b'{"id": "x", "ok": {}}\n',
+        b'{"id": 1}\n',
+        b'{"id": 1, "ok": 5}\n',
+        b'{"id": 1, "err": {"kind": 3}}\n',
+        b'{"id": 1, "ok": {"data_b64": "!!"}}\n',
+        b"\xff\xfe\n",
+    ],
+)
+async def test_garbage_frames_are_dropped_and_the_channel_keeps_working(garbage: bytes) -> None:
+    peer = Peer()
+    channel = ExecutorChannel(peer, peer, name="t", max_line=1 << 20)
+    call = asyncio.create_task(channel.call("stat", {"path": "a"}))
+    await _wait_for_request(peer)
+    peer.reply(garbage)
+    peer.reply(wire.encode({"id": peer.sent[0]["id"], "ok": {"fine": True}}))
+    assert await call == {"fine": True}
+    assert not channel.closed
+    await channel.close()
+
+
+async def test_oversize_line_is_discarded_up_to_its_newline() -> None:
+    peer = Peer()
+    channel = ExecutorChannel(peer, peer, name="t", max_line=100)
+    call = asyncio.create_task(channel.call("stat", {"path": "a"}))
+    await _wait_for_request(peer)
+    request_id = peer.sent[0]["id"]
+    # A forged, oversize frame carrying the right id must not resolve the call.
+    peer.reply(b'{"id": %d, "ok": {"x": "' % request_id + b"A" * 500)
+    peer.reply(b'"}}\n')
+    peer.reply(wire.encode({"id": request_id, "ok": {"real": 1}}))
+    assert await call == {"real": 1}
+    await channel.close()
+
+
+async def test_end_of_stream_fails_pending_calls_and_later_calls() -> None:
+    peer = Peer()
+    channel = ExecutorChannel(peer, peer, name="t", max_line=1 << 20)
+    call = asyncio.create_task(channel.call("stat", {"path": "a"}))
+    await _wait_for_request(peer)
+    peer.reply(b"")
+    with pytest.raises(SandboxUnavailable, match="channel closed"):
+        await call
+    assert channel.closed
+    with pytest.raises(SandboxUnavailable):
+        await channel.call("stat", {"path": "a"})
+
+
+async def test_timeout_sends_a_cancel_for_the_request() -> None:
+    peer = Peer()
+    channel = ExecutorChannel(peer, peer, name="t", max_line=1 << 20)
+    with pytest.raises(Timeout):
+        await channel.call("exec", {"shell": "sleep 9"}, timeout=0.05)
+    assert peer.sent[-1] == {"op": "cancel", "target": peer.sent[0]["id"]}
+    await channel.close()
+
+
+async def test_stream_yields_events_then_the_result() -> None:
+    peer = Peer()
+    channel = ExecutorChannel(peer, peer, name="t", max_line=1 << 20)
+
+    async def consume() -> list[dict[str, object]]:
+        return [event async for event in channel.stream("exec", {"shell": "x"})]
+
+    task = asyncio.create_task(consume())
+    await _wait_for_request(peer)
+    request_id = peer.sent[0]["id"]
+    assert peer.sent[0]["stream"] is True
+    peer.reply(wire.encode({"id": request_id, "ev": {"stdout_b64": wire.b64(b"hi")}}))
+    peer.reply(wire.encode({"id": request_id, "ok": {"exit_code": 0}}))
+    assert await task == [{"stdout": b"hi"}, {"result": {"exit_code": 0}}]
+    await channel.close()
