@@ -11,13 +11,14 @@ PROTO  := proto/sandboxd/v1/sandbox.proto
 IMAGE  ?= sandboxd-workspace:latest
 PYTEST_ARGS ?=
 
-.PHONY: help venv proto engine image run test lint typecheck unit fmt clean
+.PHONY: help venv proto engine image run test lint typecheck unit fmt clean bench
 
 help:
 	@echo "make run    set everything up, then serve sandboxd in the foreground"
 	@echo "make test   set everything up, then lint, type-check and run every test tier"
 	@echo "make image  build the workspace image ($(IMAGE)) if it is out of date"
 	@echo "make proto  regenerate sandboxd/v1/*_pb2*.py from $(PROTO)"
+	@echo "make bench  benchmark sandboxd vs raw docker exec vs in-process (BENCH_ARGS=--quick|--profile)"
 
 $(STAMP): pyproject.toml
 	@echo "[make] creating the virtualenv and installing sandboxd[dev]"
@@ -31,10 +32,12 @@ venv: $(STAMP)
 proto: $(STAMP)
 	$(PY) -m grpc_tools.protoc -I proto --python_out=. --grpc_python_out=. --pyi_out=. $(PROTO)
 
+# gVisor (runsc) is registered too where Debian has it: runtime=runsc sandboxes
+# and their tests need it.
 engine:
-	@scripts/ensure-docker.sh
+	@SANDBOXD_GVISOR=1 scripts/ensure-docker.sh
 
-image:
+image: engine
 	@scripts/build-image.sh $(IMAGE)
 
 run: venv image
@@ -42,21 +45,24 @@ run: venv image
 	exec $(PY) -m sandboxd serve
 
 lint: venv
-	$(VENV)/bin/ruff check sandboxd runtime_client tests
-	$(VENV)/bin/ruff format --check sandboxd runtime_client tests
+	$(VENV)/bin/ruff check sandboxd runtime_client tests examples
+	$(VENV)/bin/ruff format --check sandboxd runtime_client tests examples
 
 typecheck: venv
-	$(VENV)/bin/mypy sandboxd runtime_client
+	$(VENV)/bin/mypy sandboxd runtime_client examples
 
 fmt: venv
-	$(VENV)/bin/ruff format sandboxd runtime_client tests
-	$(VENV)/bin/ruff check --fix sandboxd runtime_client tests
+	$(VENV)/bin/ruff format sandboxd runtime_client tests examples
+	$(VENV)/bin/ruff check --fix sandboxd runtime_client tests examples
 
 unit: venv
 	$(PY) -m pytest -m "unit or grpc" $(PYTEST_ARGS)
 
 test: venv image lint typecheck
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+bench: venv image
+	$(PY) -m bench.run $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info

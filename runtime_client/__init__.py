@@ -6,9 +6,13 @@
     result = await sandbox.exec("python3 hello.py")
 
 Swap ``GrpcSandboxFactory`` for ``LocalSandboxFactory(root)`` and nothing
-else changes.
+else changes. The agent runtime builds on it:
+
+    agent = Agent(model=model, instructions="...", tools=[define_tool(...)], sandbox=factory)
+    run = await agent.run("Fix the failing test", instance_id="agent-42")
 """
 
+from runtime_client.agent import Agent, AgentRun
 from runtime_client.errors import (
     AlreadyExists,
     Conflict,
@@ -20,9 +24,38 @@ from runtime_client.errors import (
     SandboxdError,
     SandboxUnavailable,
     Timeout,
+    Unauthenticated,
 )
 from runtime_client.factories import GrpcSandboxFactory, LocalSandboxFactory
+from runtime_client.model import (
+    AssistantMessage,
+    Message,
+    ModelAdapter,
+    ModelRequest,
+    ModelResponse,
+    ToolResultsMessage,
+    UserMessage,
+    format_transcript,
+)
+from runtime_client.openai_chat import ModelError, OpenAIChatModel
+from runtime_client.runner import ToolCall, ToolCallResult, ToolRunner
 from runtime_client.sandbox import Sandbox, SandboxFactory
+from runtime_client.schema import (
+    ToolSpec,
+    to_anthropic_tools,
+    to_openai_chat_tools,
+    to_openai_responses_tools,
+)
+from runtime_client.scripted import ScriptedModel, ScriptExhausted
+from runtime_client.tools import (
+    Tool,
+    ToolContext,
+    ToolDefinitionError,
+    ToolLog,
+    ToolResult,
+    define_tool,
+)
+from runtime_client.toolset import RESERVED_TOOL_NAMES, ToolNameConflictError, ToolSet
 from sandboxd.models import (
     ExecExit,
     ExecOutput,
@@ -34,11 +67,16 @@ from sandboxd.models import (
     Runtime,
     SandboxInfo,
     SandboxOptions,
+    SandboxToolResult,
     WriteFileResult,
 )
 
 __all__ = [
+    "RESERVED_TOOL_NAMES",
+    "Agent",
+    "AgentRun",
     "AlreadyExists",
+    "AssistantMessage",
     "Conflict",
     "ExecExit",
     "ExecOutput",
@@ -50,7 +88,13 @@ __all__ = [
     "Internal",
     "InvalidArgument",
     "LocalSandboxFactory",
+    "Message",
+    "ModelAdapter",
+    "ModelError",
+    "ModelRequest",
+    "ModelResponse",
     "NotFound",
+    "OpenAIChatModel",
     "PermissionDenied",
     "ReadFileResult",
     "ResourceExhausted",
@@ -59,8 +103,30 @@ __all__ = [
     "SandboxFactory",
     "SandboxInfo",
     "SandboxOptions",
+    "SandboxToolResult",
     "SandboxUnavailable",
     "SandboxdError",
+    "ScriptExhausted",
+    "ScriptedModel",
     "Timeout",
+    "Tool",
+    "ToolCall",
+    "ToolCallResult",
+    "ToolContext",
+    "ToolDefinitionError",
+    "ToolLog",
+    "ToolNameConflictError",
+    "ToolResult",
+    "ToolResultsMessage",
+    "ToolRunner",
+    "ToolSet",
+    "ToolSpec",
+    "Unauthenticated",
+    "UserMessage",
     "WriteFileResult",
+    "define_tool",
+    "format_transcript",
+    "to_anthropic_tools",
+    "to_openai_chat_tools",
+    "to_openai_responses_tools",
 ]

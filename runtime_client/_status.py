@@ -11,7 +11,6 @@ import grpc
 from sandboxd.errors import (
     ERROR_CLASSES,
     Internal,
-    PermissionDenied,
     SandboxdError,
     SandboxUnavailable,
     Timeout,
@@ -20,7 +19,6 @@ from sandboxd.errors import (
 # Built from the error tree's own table, so server and client cannot disagree.
 _BY_STATUS: dict[str, type[SandboxdError]] = {
     **{cls.status_name: cls for cls in reversed(ERROR_CLASSES)},
-    "UNAUTHENTICATED": PermissionDenied,
     "CANCELLED": SandboxUnavailable,
     "DEADLINE_EXCEEDED": Timeout,
 }

@@ -16,6 +16,7 @@ from sandboxd.errors import (
     SandboxdError,
     SandboxUnavailable,
     Timeout,
+    Unauthenticated,
 )
 
 __all__ = [
@@ -29,4 +30,5 @@ __all__ = [
     "SandboxUnavailable",
     "SandboxdError",
     "Timeout",
+    "Unauthenticated",
 ]

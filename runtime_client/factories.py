@@ -41,11 +41,14 @@ class GrpcSandboxFactory(_ClosingFactory):
     """Sandboxes served by a sandboxd daemon (Docker workspaces, isolated).
 
     ``target`` is a gRPC target: ``unix:///run/sandboxd/sandboxd.sock`` or
-    ``host:port``. ``options`` apply to every sandbox this factory creates.
+    ``host:port``; a TCP listener needs the bearer ``token``. ``options``
+    apply to every sandbox this factory creates.
     """
 
-    def __init__(self, target: str, *, options: SandboxOptions | None = None) -> None:
-        self.transport = GrpcTransport(target)
+    def __init__(
+        self, target: str, *, token: str | None = None, options: SandboxOptions | None = None
+    ) -> None:
+        self.transport = GrpcTransport(target, token=token)
         self.options = options or SandboxOptions()
 
     async def create_sandbox(self, instance_id: str, *, cwd: str | None = None) -> Sandbox:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Mapping
+from typing import Any
 
 import grpc
 
@@ -17,6 +19,8 @@ from sandboxd.models import (
     ReadFileResult,
     SandboxInfo,
     SandboxOptions,
+    SandboxToolResult,
+    ServerStatus,
     WriteFileResult,
 )
 from sandboxd.v1 import sandbox_pb2 as pb
@@ -25,9 +29,30 @@ from sandboxd.v1 import sandbox_pb2_grpc as pb_grpc
 _MAX_MESSAGE = 256 << 20  # the server enforces the real limits and says so
 
 
+class _BearerToken(
+    grpc.aio.UnaryUnaryClientInterceptor,  # type: ignore[misc]
+    grpc.aio.UnaryStreamClientInterceptor,  # type: ignore[misc]
+):
+    """Adds ``authorization: Bearer`` to every call (needed on TCP listeners)."""
+
+    def __init__(self, token: str) -> None:
+        self._header = ("authorization", f"Bearer {token}")
+
+    def _with_token(self, details: Any) -> Any:
+        metadata = [*(details.metadata or ()), self._header]
+        return details._replace(metadata=metadata)
+
+    async def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
+        return await continuation(self._with_token(details), request)
+
+    async def intercept_unary_stream(self, continuation: Any, details: Any, request: Any) -> Any:
+        return await continuation(self._with_token(details), request)
+
+
 class GrpcTransport:
-    def __init__(self, target: str) -> None:
+    def __init__(self, target: str, *, token: str | None = None) -> None:
         self.target = target
+        self._token = token
         self._channel: grpc.aio.Channel | None = None
         self._stub: pb_grpc.SandboxServiceStub | None = None
 
@@ -37,6 +62,7 @@ class GrpcTransport:
         if self._stub is None:
             self._channel = grpc.aio.insecure_channel(
                 self.target,
+                interceptors=[_BearerToken(self._token)] if self._token else None,
                 options=[
                     ("grpc.max_receive_message_length", _MAX_MESSAGE),
                     ("grpc.max_send_message_length", _MAX_MESSAGE),
@@ -66,6 +92,10 @@ class GrpcTransport:
     async def get_sandbox(self, instance_id: str) -> SandboxInfo:
         reply = await self.stub.GetSandbox(pb.GetSandboxRequest(instance_id=instance_id))
         return convert.info_from_pb(reply.sandbox)
+
+    @mapped
+    async def get_status(self) -> ServerStatus:
+        return convert.status_from_pb(await self.stub.GetStatus(pb.GetStatusRequest()))
 
     @mapped
     async def list_sandboxes(
@@ -162,3 +192,25 @@ class GrpcTransport:
         )
         async for message in call:
             yield convert.exec_event_from_pb(message)
+
+    @mapped
+    async def call_tool(
+        self,
+        instance_id: str,
+        name: str,
+        arguments: Mapping[str, Any],
+        *,
+        tool_call_id: str | None = None,
+    ) -> SandboxToolResult:
+        # CallTool rather than the typed RPCs: the fields come back exactly as
+        # the tool made them, so both factories hand out identical results.
+        reply = await self.stub.CallTool(
+            pb.CallToolRequest(
+                instance_id=instance_id,
+                name=name,
+                arguments_json=json.dumps(dict(arguments)),
+                tool_call_id=tool_call_id or "",
+            )
+        )
+        fields = json.loads(reply.fields_json or "{}")
+        return SandboxToolResult(text=reply.text, is_error=reply.is_error, fields=fields)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from runtime_client.transport import SandboxTransport
 from sandboxd.models import (
@@ -14,6 +14,7 @@ from sandboxd.models import (
     FileInfo,
     ReadFileResult,
     SandboxInfo,
+    SandboxToolResult,
     WriteFileResult,
 )
 
@@ -109,6 +110,127 @@ class Sandbox:
         return self._transport.exec_stream(
             self.instance_id, _exec_request(command, cwd, env, stdin, timeout_ms)
         )
+
+    # ------------------------------------------------------------ the six tools
+
+    async def call_tool(
+        self, name: str, arguments: Mapping[str, Any], *, tool_call_id: str | None = None
+    ) -> SandboxToolResult:
+        """Run a tool with arguments exactly as a model produced them.
+
+        With ``tool_call_id``, retrying a write, edit or bash that already
+        completed returns the recorded result (``fields["replayed"]``)
+        instead of applying it twice.
+        """
+        return await self._transport.call_tool(
+            self.instance_id, name, arguments, tool_call_id=tool_call_id
+        )
+
+    async def read(
+        self, file_path: str, *, offset: int | None = None, limit: int | None = None
+    ) -> SandboxToolResult:
+        return await self.call_tool("read", _given(file_path=file_path, offset=offset, limit=limit))
+
+    async def write(self, file_path: str, content: str) -> SandboxToolResult:
+        return await self.call_tool("write", {"file_path": file_path, "content": content})
+
+    async def edit(
+        self, file_path: str, old_string: str, new_string: str, *, replace_all: bool = False
+    ) -> SandboxToolResult:
+        return await self.call_tool(
+            "edit",
+            _given(
+                file_path=file_path,
+                old_string=old_string,
+                new_string=new_string,
+                replace_all=replace_all or None,
+            ),
+        )
+
+    async def bash(
+        self,
+        command: str,
+        *,
+        timeout: int | None = None,
+        description: str | None = None,
+        run_in_background: bool = False,
+        workdir: str | None = None,
+    ) -> SandboxToolResult:
+        """``timeout`` is in milliseconds (1000..600000)."""
+        return await self.call_tool(
+            "bash",
+            _given(
+                command=command,
+                timeout=timeout,
+                description=description,
+                run_in_background=run_in_background or None,
+                workdir=workdir,
+            ),
+        )
+
+    async def grep(
+        self,
+        pattern: str,
+        *,
+        path: str | None = None,
+        glob: str | None = None,
+        type: str | None = None,
+        output_mode: str | None = None,
+        case_insensitive: bool = False,
+        line_numbers: bool | None = None,
+        after_context: int | None = None,
+        before_context: int | None = None,
+        context: int | None = None,
+        multiline: bool = False,
+        literal: bool = False,
+        head_limit: int | None = None,
+        offset: int | None = None,
+    ) -> SandboxToolResult:
+        arguments = _given(
+            pattern=pattern,
+            path=path,
+            glob=glob,
+            type=type,
+            output_mode=output_mode,
+            multiline=multiline or None,
+            literal=literal or None,
+            head_limit=head_limit,
+            offset=offset,
+        )
+        flags = {
+            "-i": case_insensitive or None,
+            "-n": line_numbers,
+            "-A": after_context,
+            "-B": before_context,
+            "-C": context,
+        }
+        arguments.update({k: v for k, v in flags.items() if v is not None})
+        return await self.call_tool("grep", arguments)
+
+    async def glob(
+        self,
+        pattern: str,
+        *,
+        path: str | None = None,
+        head_limit: int | None = None,
+        offset: int | None = None,
+        no_ignore: bool = False,
+    ) -> SandboxToolResult:
+        return await self.call_tool(
+            "glob",
+            _given(
+                pattern=pattern,
+                path=path,
+                head_limit=head_limit,
+                offset=offset,
+                no_ignore=no_ignore or None,
+            ),
+        )
+
+
+def _given(**arguments: Any) -> dict[str, Any]:
+    """The arguments the caller set; unset ones take the tool's defaults."""
+    return {key: value for key, value in arguments.items() if value is not None}
 
 
 def _exec_request(

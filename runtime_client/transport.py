@@ -8,7 +8,7 @@ tell the two apart.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
-from typing import Protocol
+from typing import Any, Protocol
 
 from sandboxd.models import (
     ExecEvent,
@@ -19,6 +19,8 @@ from sandboxd.models import (
     ReadFileResult,
     SandboxInfo,
     SandboxOptions,
+    SandboxToolResult,
+    ServerStatus,
     WriteFileResult,
 )
 
@@ -29,6 +31,8 @@ class SandboxTransport(Protocol):
     ) -> tuple[SandboxInfo, bool]: ...
 
     async def get_sandbox(self, instance_id: str) -> SandboxInfo: ...
+
+    async def get_status(self) -> ServerStatus: ...
 
     async def list_sandboxes(
         self, label_selector: Mapping[str, str] | None = None
@@ -70,3 +74,12 @@ class SandboxTransport(Protocol):
     async def exec(self, instance_id: str, request: ExecRequest) -> ExecResult: ...
 
     def exec_stream(self, instance_id: str, request: ExecRequest) -> AsyncIterator[ExecEvent]: ...
+
+    async def call_tool(
+        self,
+        instance_id: str,
+        name: str,
+        arguments: Mapping[str, Any],
+        *,
+        tool_call_id: str | None = None,
+    ) -> SandboxToolResult: ...

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 MiB = 1 << 20
@@ -19,6 +19,12 @@ class Settings(BaseSettings):
         Path("/run/sandboxd/sandboxd.sock"), description="unix socket to serve on (mode 0600)"
     )
     tcp: str | None = Field(None, description="optional TCP address, e.g. 127.0.0.1:50051")
+    token: SecretStr | None = Field(
+        None, description="a bearer token with full scope for the TCP listener (never logged)"
+    )
+    tokens_file: Path | None = Field(
+        None, description="file of `token [instance-prefix]` lines for the TCP listener"
+    )
     backend: Literal["docker", "local"] = Field("docker", description="workspace backend")
     local_root: Path = Field(
         Path("/var/lib/sandboxd/local"), description="folder of the local backend's workspaces"
@@ -46,6 +52,17 @@ class Settings(BaseSettings):
     )
     exec_timeout_ms: int = Field(120_000, ge=1000, description="default exec timeout")
     max_exec_timeout_ms: int = Field(3_600_000, ge=1000, description="largest exec timeout")
+    pool_size: int = Field(
+        2, ge=0, le=64, description="warm workspaces kept ready for default-option creates (0: off)"
+    )
+    idle_ttl_seconds: int = Field(
+        0,
+        ge=0,
+        description="default idle time after which a workspace's container stops (0: never)",
+    )
+    idle_check_interval_s: float = Field(
+        5.0, gt=0, description="how often idle workspaces are looked for"
+    )
     start_timeout_s: float = Field(60.0, gt=0, description="container start to executor ready")
     drain_seconds: float = Field(
         30.0, ge=0, description="on SIGTERM, how long in-flight calls may finish"

@@ -11,6 +11,7 @@ the same exception whatever the backend::
      ├── NotFound             no such instance / file
      ├── AlreadyExists        id taken with different options, path exists
      ├── Conflict             compare-and-swap lost (expected hash differs)
+     ├── Unauthenticated      no valid bearer token on a TCP call
      ├── PermissionDenied     the caller or the sandbox user may not do it
      ├── ResourceExhausted    a configured limit was hit (payload, output)
      ├── Timeout              the operation ran out of time
@@ -31,6 +32,7 @@ __all__ = [
     "SandboxUnavailable",
     "SandboxdError",
     "Timeout",
+    "Unauthenticated",
     "error_from_kind",
 ]
 
@@ -76,6 +78,11 @@ class PermissionDenied(SandboxdError):
     status_name = "PERMISSION_DENIED"
 
 
+class Unauthenticated(SandboxdError):
+    kind = "unauthenticated"
+    status_name = "UNAUTHENTICATED"
+
+
 class ResourceExhausted(SandboxdError):
     kind = "resource_exhausted"
     status_name = "RESOURCE_EXHAUSTED"
@@ -102,6 +109,7 @@ ERROR_CLASSES: tuple[type[SandboxdError], ...] = (
     AlreadyExists,
     Conflict,
     PermissionDenied,
+    Unauthenticated,
     ResourceExhausted,
     Timeout,
     SandboxUnavailable,

@@ -10,6 +10,7 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
 
 
 def _frozen_map(value: Mapping[str, str] | None) -> Mapping[str, str]:
@@ -41,6 +42,7 @@ class SandboxOptions:
     network: bool = False
     runtime: Runtime | None = None
     labels: Mapping[str, str] = field(default_factory=dict)
+    idle_ttl_seconds: int = 0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "env", _frozen_map(self.env))
@@ -57,6 +59,7 @@ class SandboxOptions:
             "network": self.network,
             "runtime": self.runtime.value if self.runtime else None,
             "labels": dict(self.labels),
+            "idle_ttl_seconds": self.idle_ttl_seconds,
         }
 
     @classmethod
@@ -72,6 +75,7 @@ class SandboxOptions:
             network=bool(data.get("network", False)),
             runtime=Runtime(str(runtime)) if runtime else None,
             labels={str(k): str(v) for k, v in _as_mapping(data.get("labels")).items()},
+            idle_ttl_seconds=int(_as_number(data.get("idle_ttl_seconds", 0))),
         )
 
 
@@ -166,3 +170,32 @@ class ExecExit:
 
 
 ExecEvent = ExecOutput | ExecExit
+
+
+@dataclass(frozen=True)
+class SandboxToolResult:
+    """What a tool returns: the model-facing ``text``, ``is_error``, and the
+    same facts as structured ``fields`` (counts, truncation, exit code...)."""
+
+    text: str
+    is_error: bool
+    fields: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "fields", MappingProxyType(dict(self.fields)))
+
+
+@dataclass(frozen=True)
+class PoolStatus:
+    size: int = 0
+    ready: int = 0
+    served: int = 0
+    started: int = 0
+
+
+@dataclass(frozen=True)
+class ServerStatus:
+    version: str
+    backend: str
+    namespace: str
+    pool: PoolStatus

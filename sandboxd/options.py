@@ -26,6 +26,10 @@ def effective(requested: SandboxOptions, settings: Settings) -> SandboxOptions:
         raise InvalidArgument(f"cpus must not be negative (got {requested.cpus})")
     if requested.pids_limit < 0 or 0 < requested.pids_limit < 16:
         raise InvalidArgument(f"pids_limit must be at least 16, got {requested.pids_limit}")
+    if requested.idle_ttl_seconds < 0:
+        raise InvalidArgument(
+            f"idle_ttl_seconds must not be negative (got {requested.idle_ttl_seconds})"
+        )
     workdir = requested.workdir or DEFAULT_WORKDIR
     normal = posixpath.normpath(workdir)
     if "\x00" in workdir or not (
@@ -44,6 +48,7 @@ def effective(requested: SandboxOptions, settings: Settings) -> SandboxOptions:
         cpus=requested.cpus or settings.cpus,
         pids_limit=requested.pids_limit or settings.pids_limit,
         runtime=requested.runtime or Runtime.RUNC,
+        idle_ttl_seconds=requested.idle_ttl_seconds or settings.idle_ttl_seconds,
     )
 
 

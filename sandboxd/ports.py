@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Protocol
 
-from sandboxd.models import SandboxInfo, SandboxOptions
+from sandboxd.models import PoolStatus, SandboxInfo, SandboxOptions
 
 
 class Workspace(Protocol):
@@ -38,6 +38,8 @@ class WorkspaceBackend(Protocol):
         ...
 
     async def get(self, instance_id: str) -> SandboxInfo: ...
+
+    def pool_status(self) -> PoolStatus: ...
 
     async def list(self, label_selector: Mapping[str, str]) -> list[SandboxInfo]: ...
 

@@ -9,10 +9,12 @@ import re
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from sandboxd import validation
+from sandboxd import __version__, validation
+from sandboxd.auth import current_scope
 from sandboxd.config import Settings
 from sandboxd.errors import InvalidArgument, ResourceExhausted
 from sandboxd.executor.files import ABSENT
+from sandboxd.executor.tools import TOOL_NAMES
 from sandboxd.models import (
     ExecEvent,
     ExecExit,
@@ -25,6 +27,8 @@ from sandboxd.models import (
     ReadFileResult,
     SandboxInfo,
     SandboxOptions,
+    SandboxToolResult,
+    ServerStatus,
     WriteFileResult,
 )
 from sandboxd.ports import Workspace, WorkspaceBackend
@@ -55,23 +59,41 @@ class SandboxService:
         self, instance_id: str, options: SandboxOptions | None = None
     ) -> tuple[SandboxInfo, bool]:
         validation.instance_id(instance_id)
+        current_scope().check(instance_id)
         return await self.backend.create(instance_id, options or SandboxOptions())
 
     async def get_sandbox(self, instance_id: str) -> SandboxInfo:
-        return await self.backend.get(validation.instance_id(instance_id))
+        validation.instance_id(instance_id)
+        current_scope().check(instance_id)
+        return await self.backend.get(instance_id)
 
     async def list_sandboxes(
         self, label_selector: Mapping[str, str] | None = None
     ) -> list[SandboxInfo]:
         selector = dict(label_selector or {})
         validation.labels(selector, "label_selector")
-        return await self.backend.list(selector)
+        scope = current_scope()
+        return [
+            info for info in await self.backend.list(selector) if scope.allows(info.instance_id)
+        ]
 
     async def delete_sandbox(self, instance_id: str) -> None:
-        await self.backend.delete(validation.instance_id(instance_id))
+        validation.instance_id(instance_id)
+        current_scope().check(instance_id)
+        await self.backend.delete(instance_id)
+
+    async def get_status(self) -> ServerStatus:
+        return ServerStatus(
+            version=__version__,
+            backend=self.backend.name,
+            namespace=self.settings.namespace,
+            pool=self.backend.pool_status(),
+        )
 
     async def _workspace(self, instance_id: str) -> Workspace:
-        return await self.backend.workspace(validation.instance_id(instance_id))
+        validation.instance_id(instance_id)
+        current_scope().check(instance_id)
+        return await self.backend.workspace(instance_id)
 
     # ------------------------------------------------------------ files
 
@@ -220,6 +242,43 @@ class SandboxService:
                 chunk = event.get(stream)
                 if isinstance(chunk, bytes):
                     yield ExecOutput(stream=stream, data=chunk)
+
+    # ------------------------------------------------------------ tools
+
+    async def call_tool(
+        self,
+        instance_id: str,
+        name: str,
+        arguments: Mapping[str, Any],
+        *,
+        tool_call_id: str | None = None,
+    ) -> SandboxToolResult:
+        """Run one of the six tools with the arguments a model produced.
+
+        Aliases, coercion and unknown keys are the tool's business: a bad
+        argument comes back as an ``is_error`` result the model can act on.
+        With a ``tool_call_id``, a write, edit or bash that already completed
+        returns its recorded result instead of running again.
+        """
+        if tool_call_id is not None and (
+            not tool_call_id or len(tool_call_id) > 256 or "\x00" in tool_call_id
+        ):
+            raise InvalidArgument("tool_call_id must be 1-256 characters without NUL")
+        if name not in TOOL_NAMES:
+            raise InvalidArgument(f"unknown tool {name!r}; the tools are {', '.join(TOOL_NAMES)}")
+        if not isinstance(arguments, Mapping):
+            raise InvalidArgument("tool arguments must be an object")
+        workspace = await self._workspace(instance_id)
+        request: dict[str, Any] = {"name": name, "args": dict(arguments)}
+        if tool_call_id:
+            request["tool_call_id"] = tool_call_id
+        raw = await workspace.call("tool", request)
+        fields = raw.get("fields")
+        return SandboxToolResult(
+            text=str(raw.get("text", "")),
+            is_error=bool(raw.get("is_error")),
+            fields=fields if isinstance(fields, dict) else {},
+        )
 
     def _check_payload(self, size: int, field: str) -> None:
         limit = self.settings.max_payload_bytes

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Make sure a Docker engine answers `docker info`.
 #
-#   - already answering            -> exit 0 immediately
+#   - already answering            -> exit 0 immediately (registering runsc if asked)
 #   - dockerd missing, root+Debian -> apt-get install docker.io
 #   - start dockerd detached (survives the calling make), wait for it
 #
@@ -26,6 +26,11 @@ engine_up() {
 
 # ---- fast path --------------------------------------------------------------
 if engine_up; then
+    # A running engine may still lack gVisor: register it (idempotent, reloads dockerd).
+    if [ "${SANDBOXD_GVISOR:-0}" = "1" ] && ! docker info --format '{{json .Runtimes}}' 2>/dev/null | grep -q '"runsc"'; then
+        log "engine up without runsc: registering gVisor"
+        "$SCRIPT_DIR/register-gvisor.sh" || log "gVisor registration failed; continuing without runsc"
+    fi
     exit 0
 fi
 

@@ -7,6 +7,9 @@ from typing import Any
 
 import pytest
 
+# The Docker fixtures serve the docker tier and the conformance suite's Docker backend.
+pytest_plugins = ["tests.docker_fixtures"]
+
 
 @pytest.fixture
 def anyio_backend() -> str:

@@ -1,14 +1,16 @@
 """The Docker backend: one container and one named volume per instance.
 
-Docker is the source of truth: names are unique per engine (so a create race
-has one winner), and labels carry the instance id and its options, so a
-restarted daemon finds every workspace again. docker-py is blocking and only
-ever runs behind ``anyio.to_thread``.
+Docker is the source of truth: an instance is the container named
+``sandboxd-<namespace>-<id>`` (names are unique per engine, so a create race
+has one winner) and its labels carry the options, so a restarted daemon
+finds every workspace again. docker-py is blocking and only ever runs behind
+``anyio.to_thread``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Mapping
@@ -21,10 +23,11 @@ from docker.models.containers import Container
 from docker.types import LogConfig, Mount
 
 from sandboxd.backends import labels
+from sandboxd.backends.docker_pool import WarmPool
 from sandboxd.backends.docker_workspace import DockerWorkspace
 from sandboxd.config import Settings
 from sandboxd.errors import InvalidArgument, SandboxUnavailable
-from sandboxd.models import Runtime, SandboxInfo, SandboxOptions
+from sandboxd.models import PoolStatus, Runtime, SandboxInfo, SandboxOptions
 from sandboxd.options import check_same, effective
 from sandboxd.validation import unknown_instance
 
@@ -53,6 +56,14 @@ class DockerBackend:
         self._client: docker.DockerClient | None = None
         self._workspaces: dict[str, DockerWorkspace] = {}
         self._locks: dict[str, asyncio.Lock] = {}
+        self._reaper: asyncio.Task[None] | None = None
+        self.pool_options = effective(SandboxOptions(), settings)
+        self.pool: WarmPool[DockerWorkspace] = WarmPool(
+            settings.pool_size,
+            make=self._make_pooled,
+            discard=self._discard_pooled,
+            usable=lambda workspace: workspace.connected,
+        )
 
     @property
     def client(self) -> docker.DockerClient:
@@ -67,10 +78,47 @@ class DockerBackend:
             return client
 
         self._client = await _thread(connect)
-        adopted = await self.list({})
-        log.info("docker backend ready: adopted %d workspace(s)", len(adopted))
+        await self._remove_stale_pool()
+        adopted = await self._adopt()
+        log.info("docker backend ready: adopted %d workspace(s)", adopted)
+        self.pool.start()
+        self._reaper = asyncio.create_task(self._stop_idle_workspaces(), name="idle-reaper")
+
+    async def _adopt(self) -> int:
+        """Know every workspace already there; channels connect on first use."""
+        found = await _thread(
+            self.client.containers.list,
+            all=True,
+            filters={"label": labels.selector(self.settings.namespace)},
+        )
+        count = 0
+        for container in found:
+            instance_id = labels.instance_from_name(self.settings.namespace, container.name or "")
+            if instance_id is not None:
+                self._workspace_for(instance_id, container)
+                count += 1
+        return count
+
+    async def _stop_idle_workspaces(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.idle_check_interval_s)
+            now = time.monotonic()
+            for workspace in list(self._workspaces.values()):
+                if workspace.idle_expired(now):
+                    try:
+                        await workspace.stop_idle()
+                    except SandboxUnavailable as exc:
+                        log.warning(
+                            "workspace %s: idle stop failed: %s", workspace.instance_id, exc
+                        )
 
     async def close(self) -> None:
+        if self._reaper is not None:
+            self._reaper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reaper
+            self._reaper = None
+        await self.pool.close()
         for workspace in list(self._workspaces.values()):
             await workspace.disconnect()
         self._workspaces.clear()
@@ -105,16 +153,68 @@ class DockerBackend:
                 check_same(instance_id, options, labels.options_from(existing.labels))
                 workspace = self._workspace_for(instance_id, existing)
                 await workspace.ensure_running()
-                return await self._info(instance_id), False
+                return _info(instance_id, existing), False
+            if wanted == self.pool_options:
+                claimed = await self._claim_pooled(instance_id)
+                if claimed is not None:
+                    return claimed, True
             await self._check_creatable(wanted)
-            container = await self._create_container(instance_id, wanted)
+            name = self._name(instance_id)
+            container = await self._create_container(name, wanted, pooled=False)
             workspace = self._workspace_for(instance_id, container)
             try:
                 await workspace.ensure_running()
             except BaseException:
-                await self._remove_resources(instance_id)
+                self._workspaces.pop(instance_id, None)
+                await self._remove_container_and_volume(name)
                 raise
-            return await self._info(instance_id), True
+            return _info(instance_id, container), True
+
+    async def _claim_pooled(self, instance_id: str) -> SandboxInfo | None:
+        workspace = self.pool.take()
+        if workspace is None:
+            return None
+        try:
+            await workspace.rename(self._name(instance_id), instance_id)
+        except SandboxUnavailable as exc:
+            # Another daemon won the name, or the engine failed: go cold.
+            log.info("warm pool: claim for %s failed (%s)", instance_id, exc)
+            await self._discard_pooled(workspace)
+            return None
+        self._workspaces[instance_id] = workspace
+        return _info(instance_id, workspace.container)
+
+    async def _make_pooled(self) -> DockerWorkspace:
+        await self._check_creatable(self.pool_options)
+        name = labels.pool_name(self.settings.namespace)
+        container = await self._create_container(name, self.pool_options, pooled=True)
+        workspace = DockerWorkspace(
+            name, container, settings=self.settings, options=self.pool_options, run=_thread
+        )
+        try:
+            await workspace.ensure_running()
+        except BaseException:
+            await self._remove_container_and_volume(name)
+            raise
+        return workspace
+
+    async def _discard_pooled(self, workspace: DockerWorkspace) -> None:
+        await workspace.disconnect()
+        try:
+            await self._remove_container_and_volume(workspace.container.name or "")
+        except SandboxUnavailable as exc:
+            log.warning("warm pool: could not remove %s: %s", workspace.instance_id, exc)
+
+    async def _remove_stale_pool(self) -> None:
+        # Pool workspaces of a previous run hold no one's data; start fresh.
+        found = await _thread(
+            self.client.containers.list,
+            all=True,
+            filters={"label": [*labels.selector(self.settings.namespace), f"{labels.POOLED}=true"]},
+        )
+        for container in found:
+            if labels.instance_from_name(self.settings.namespace, container.name or "") is None:
+                await self._remove_container_and_volume(container.name or "")
 
     async def _check_creatable(self, options: SandboxOptions) -> None:
         try:
@@ -132,11 +232,12 @@ class DockerBackend:
                     "register it with scripts/register-gvisor.sh"
                 )
 
-    async def _create_container(self, instance_id: str, options: SandboxOptions) -> Container:
-        name = self._name(instance_id)
+    async def _create_container(
+        self, name: str, options: SandboxOptions, *, pooled: bool
+    ) -> Container:
         created_at = int(time.time() * 1000)
-        resource_labels = labels.for_instance(
-            self.settings.namespace, instance_id, options, created_at
+        resource_labels = labels.for_workspace(
+            self.settings.namespace, name, options, created_at, pooled=pooled
         )
 
         def create() -> Container:
@@ -174,7 +275,7 @@ class DockerBackend:
         try:
             container: Container = await _thread(create)
         except BaseException:
-            await self._remove_resources(instance_id)
+            await self._remove_container_and_volume(name)
             raise
         return container
 
@@ -191,14 +292,19 @@ class DockerBackend:
             self._workspaces[instance_id] = workspace
         return workspace
 
-    async def get(self, instance_id: str) -> SandboxInfo:
-        return await self._info(instance_id)
+    def pool_status(self) -> PoolStatus:
+        return PoolStatus(
+            size=self.pool.size,
+            ready=self.pool.ready,
+            served=self.pool.served,
+            started=self.pool.made,
+        )
 
-    async def _info(self, instance_id: str) -> SandboxInfo:
+    async def get(self, instance_id: str) -> SandboxInfo:
         container = await self._find(instance_id)
         if container is None:
             raise unknown_instance(instance_id)
-        return _info(container)
+        return _info(instance_id, container)
 
     async def list(self, label_selector: Mapping[str, str]) -> list[SandboxInfo]:
         found = await _thread(
@@ -206,28 +312,34 @@ class DockerBackend:
             all=True,
             filters={"label": labels.selector(self.settings.namespace, label_selector)},
         )
-        return sorted((_info(c) for c in found), key=lambda info: info.instance_id)
+        infos = []
+        for container in found:
+            instance_id = labels.instance_from_name(self.settings.namespace, container.name or "")
+            if instance_id is not None:
+                infos.append(_info(instance_id, container))
+        return sorted(infos, key=lambda info: info.instance_id)
 
     async def delete(self, instance_id: str) -> None:
         async with self._lock(instance_id):
             workspace = self._workspaces.pop(instance_id, None)
             if workspace is not None:
                 await workspace.disconnect()
-            if not await self._remove_resources(instance_id):
+            if not await self._remove_container_and_volume(self._name(instance_id)):
                 raise unknown_instance(instance_id)
 
-    async def _remove_resources(self, instance_id: str) -> bool:
-        name = self._name(instance_id)
-
+    async def _remove_container_and_volume(self, name: str) -> bool:
         def remove() -> bool:
             removed = False
+            volume = name
             try:
-                self.client.containers.get(name).remove(force=True)
+                container = self.client.containers.get(name)
+                volume = container.labels.get(labels.VOLUME, name)
+                container.remove(force=True)
                 removed = True
             except docker.errors.NotFound:
                 pass
             try:
-                self.client.volumes.get(name).remove(force=True)
+                self.client.volumes.get(volume).remove(force=True)
                 removed = True
             except docker.errors.NotFound:
                 pass
@@ -255,14 +367,13 @@ def _bootstrap() -> list[str]:
     return bootstrap_command()
 
 
-def _info(container: Container) -> SandboxInfo:
+def _info(instance_id: str, container: Container) -> SandboxInfo:
     container_labels = container.labels
-    status = container.status
     return SandboxInfo(
-        instance_id=container_labels.get(labels.INSTANCE, ""),
-        state="running" if status == "running" else "stopped",
+        instance_id=instance_id,
+        state="running" if container.status == "running" else "stopped",
         container_id=container.id or "",
-        volume=container.name or "",
+        volume=container_labels.get(labels.VOLUME, container.name or ""),
         options=labels.options_from(container_labels),
         created_at_ms=int(container_labels.get(labels.CREATED_AT, "0") or 0),
     )

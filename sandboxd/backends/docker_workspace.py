@@ -12,7 +12,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from typing import Any
 
 import docker.errors
@@ -56,19 +57,74 @@ class DockerWorkspace:
         self._channel: ExecutorChannel | None = None
         self._stdout: DemuxedStdout | None = None
         self._connecting = asyncio.Lock()
+        self.last_used = time.monotonic()
+        self.in_flight = 0
+        self.parked = False  # stopped for idleness; the next call starts it
 
     @property
     def instance_id(self) -> str:
         return self._instance_id
 
+    @property
+    def container(self) -> Container:
+        return self._container
+
+    @property
+    def connected(self) -> bool:
+        return self._channel is not None and not self._channel.closed
+
+    async def rename(self, name: str, instance_id: str) -> None:
+        """Make this (pooled) workspace the instance ``instance_id``."""
+        try:
+            await self._run(self._container.rename, name)
+            await self._run(self._container.reload)
+        except docker.errors.NotFound:
+            raise SandboxUnavailable("the pooled container disappeared") from None
+        self._instance_id = instance_id
+        if self._channel is not None:
+            self._channel.name = instance_id
+
     async def call(self, op: str, args: Mapping[str, Any]) -> dict[str, Any]:
-        channel = await self.ensure_running()
-        return await channel.call(op, args, timeout=_timeout_for(op, args))
+        with self._busy():
+            channel = await self.ensure_running()
+            return await channel.call(op, args, timeout=_timeout_for(op, args))
 
     async def stream(self, op: str, args: Mapping[str, Any]) -> AsyncIterator[dict[str, Any]]:
-        channel = await self.ensure_running()
-        async for event in channel.stream(op, args):
-            yield event
+        with self._busy():
+            channel = await self.ensure_running()
+            async for event in channel.stream(op, args):
+                yield event
+
+    @contextlib.contextmanager
+    def _busy(self) -> Iterator[None]:
+        self.in_flight += 1
+        self.last_used = time.monotonic()
+        try:
+            yield
+        finally:
+            self.in_flight -= 1
+            self.last_used = time.monotonic()
+
+    def idle_expired(self, now: float) -> bool:
+        ttl = self._options.idle_ttl_seconds
+        return bool(ttl) and not self.parked and self.in_flight == 0 and now - self.last_used >= ttl
+
+    async def stop_idle(self) -> None:
+        """Stop the container (the volume stays); the next call starts it again."""
+        async with self._connecting:
+            if self.in_flight or not self.idle_expired(time.monotonic()):
+                return
+            if self._channel is not None:
+                await self._channel.close()
+                self._channel = None
+            with contextlib.suppress(docker.errors.NotFound):
+                await self._run(self._container.stop, timeout=5)
+            self.parked = True
+        log.info(
+            "workspace %s: stopped after %d s idle",
+            self._instance_id,
+            self._options.idle_ttl_seconds,
+        )
 
     async def disconnect(self) -> None:
         async with self._connecting:
@@ -87,6 +143,7 @@ class DockerWorkspace:
                 await self._channel.close()
                 self._channel = None
             self._channel = await self._connect()
+            self.parked = False
             return self._channel
 
     # ------------------------------------------------------------ internals
@@ -156,9 +213,15 @@ class DockerWorkspace:
         )
 
 
+#: bash's own largest timeout (TOOLS.md): the daemon never gives up before it.
+MAX_BASH_TIMEOUT_S = 600.0
+
+
 def _timeout_for(op: str, args: Mapping[str, Any]) -> float:
     if op == "exec":
         timeout_ms = args.get("timeout_ms") or 0
         if isinstance(timeout_ms, int) and timeout_ms > 0:
             return timeout_ms / 1000 + CALL_GRACE_S
+    if op == "tool" and args.get("name") == "bash":
+        return MAX_BASH_TIMEOUT_S + CALL_GRACE_S
     return DEFAULT_CALL_TIMEOUT_S

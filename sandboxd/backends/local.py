@@ -21,7 +21,7 @@ import anyio
 
 from sandboxd.config import Settings
 from sandboxd.executor.dispatch import Executor
-from sandboxd.models import SandboxInfo, SandboxOptions
+from sandboxd.models import PoolStatus, SandboxInfo, SandboxOptions
 from sandboxd.options import DEFAULT_WORKDIR, check_same, effective
 from sandboxd.validation import unknown_instance
 
@@ -132,6 +132,9 @@ class LocalBackend:
             self._workdir(instance_id, wanted).mkdir(parents=True, exist_ok=True)
             self._meta(instance_id).write_text(json.dumps(meta))
             return self._info(instance_id, meta), True
+
+    def pool_status(self) -> PoolStatus:
+        return PoolStatus()  # folders are created instantly; nothing to pool
 
     async def get(self, instance_id: str) -> SandboxInfo:
         meta = self._read_meta(instance_id)

@@ -15,6 +15,8 @@ from typing import Any
 
 from sandboxd.errors import InvalidArgument
 from sandboxd.executor import files, process
+from sandboxd.executor.records import RECORDED_TOOLS, CallRecords
+from sandboxd.executor.tools import ToolSession
 from sandboxd.executor.wire import PROTOCOL_VERSION
 
 Emit = Callable[[dict[str, Any]], None]
@@ -76,6 +78,7 @@ class Executor:
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD,
         max_output_bytes: int = DEFAULT_MAX_OUTPUT,
         bundle_id: str = "",
+        read_guard: bool = True,
     ) -> None:
         self.workdir = workdir
         self.state_dir = state_dir
@@ -83,7 +86,11 @@ class Executor:
         self.max_payload_bytes = max_payload_bytes
         self.max_output_bytes = max_output_bytes
         self.bundle_id = bundle_id
+        self.read_guard = read_guard
         self.locks = files.PathLocks()
+        self._tools: ToolSession | None = None
+        self.records = CallRecords()
+        self._tools_guard = threading.Lock()
 
     def handle(
         self,
@@ -100,8 +107,22 @@ class Executor:
     def path(self, args: Mapping[str, Any], key: str = "path") -> str:
         return files.resolve(self.workdir, args.get(key))
 
+    @property
+    def tools(self) -> ToolSession:
+        # Created on first use: hello may still move the workdir before that.
+        with self._tools_guard:
+            if self._tools is None:
+                self._tools = ToolSession(
+                    self.workdir, state_dir=self.state_dir, read_guard=self.read_guard
+                )
+            return self._tools
+
     def close(self) -> None:
-        """Release per-workspace resources (background jobs arrive with the tools)."""
+        """Stop background jobs and release per-workspace resources."""
+        with self._tools_guard:
+            if self._tools is not None:
+                self._tools.close()
+                self._tools = None
 
 
 def _hello(
@@ -114,6 +135,8 @@ def _hello(
         ex.max_payload_bytes = _int(args, "max_payload_bytes")
     if "max_output_bytes" in args:
         ex.max_output_bytes = _int(args, "max_output_bytes")
+    if "read_guard" in args:
+        ex.read_guard = _bool(args, "read_guard")
     # The workdir may be a folder inside the volume that does not exist yet.
     with contextlib.suppress(OSError):
         os.makedirs(ex.workdir, exist_ok=True)
@@ -218,6 +241,22 @@ def _exec(ex: Executor, args: Mapping[str, Any], cancel: threading.Event, emit: 
     )
 
 
+def _tool(ex: Executor, args: Mapping[str, Any], cancel: threading.Event, emit: Emit | None) -> Any:
+    name = _str(args, "name")
+    tool_args = args.get("args") or {}
+    if not isinstance(tool_args, Mapping):
+        raise InvalidArgument("tool arguments must be an object")
+    call_id = args.get("tool_call_id")
+    if call_id and name in RECORDED_TOOLS:
+        return ex.records.run(
+            _str(args, "tool_call_id"),
+            name,
+            tool_args,
+            lambda: ex.tools.run(name, tool_args, cancel=cancel),
+        )
+    return ex.tools.run(name, tool_args, cancel=cancel)
+
+
 _HANDLERS: dict[str, Handler] = {
     "hello": _hello,
     "read_file": _read_file,
@@ -228,4 +267,5 @@ _HANDLERS: dict[str, Handler] = {
     "make_dir": _make_dir,
     "remove": _remove,
     "exec": _exec,
+    "tool": _tool,
 }

@@ -6,6 +6,8 @@ protobuf never leaks past the transport on either side.
 
 from __future__ import annotations
 
+from typing import Any, TypeVar
+
 from sandboxd.models import (
     ExecEvent,
     ExecExit,
@@ -15,9 +17,12 @@ from sandboxd.models import (
     ExistsResult,
     FileInfo,
     FileType,
+    PoolStatus,
     Runtime,
     SandboxInfo,
     SandboxOptions,
+    SandboxToolResult,
+    ServerStatus,
 )
 from sandboxd.v1 import sandbox_pb2 as pb
 
@@ -48,6 +53,7 @@ def options_to_pb(options: SandboxOptions) -> pb.SandboxOptions:
         network=options.network,
         runtime=_RUNTIME_TO_PB[options.runtime],
         labels=dict(options.labels),
+        idle_ttl_seconds=options.idle_ttl_seconds,
     )
 
 
@@ -62,6 +68,7 @@ def options_from_pb(message: pb.SandboxOptions) -> SandboxOptions:
         network=message.network,
         runtime=_RUNTIME_FROM_PB.get(message.runtime),
         labels=dict(message.labels),
+        idle_ttl_seconds=message.idle_ttl_seconds,
     )
 
 
@@ -191,3 +198,77 @@ def exec_event_from_pb(message: pb.ExecStreamResponse) -> ExecEvent:
             duration_ms=message.exit.duration_ms,
         )
     return ExecOutput(stream=kind or "stdout", data=getattr(message, kind or "stdout"))
+
+
+def status_to_pb(status: ServerStatus) -> pb.GetStatusResponse:
+    pool = status.pool
+    return pb.GetStatusResponse(
+        version=status.version,
+        backend=status.backend,
+        namespace=status.namespace,
+        pool=pb.PoolStatus(
+            size=pool.size, ready=pool.ready, served=pool.served, started=pool.started
+        ),
+    )
+
+
+def status_from_pb(message: pb.GetStatusResponse) -> ServerStatus:
+    pool = message.pool
+    return ServerStatus(
+        version=message.version,
+        backend=message.backend,
+        namespace=message.namespace,
+        pool=PoolStatus(size=pool.size, ready=pool.ready, served=pool.served, started=pool.started),
+    )
+
+
+# ---------------------------------------------------------------- tools
+
+#: Proto field name -> the tool's own parameter name, where they differ.
+R = TypeVar("R")
+
+_TOOL_PARAM = {
+    "case_insensitive": "-i",
+    "line_numbers": "-n",
+    "after_context": "-A",
+    "before_context": "-B",
+    "context": "-C",
+}
+#: String parameters whose empty value means something (an empty file, a
+#: deletion) or must reach the tool so it can name what is missing.
+_ALWAYS_SENT = {"file_path", "content", "old_string", "new_string", "command", "pattern"}
+
+
+def tool_args_from_pb(message: Any) -> dict[str, Any]:
+    """Canonical tool arguments from a typed request: only what was set."""
+    args: dict[str, Any] = {}
+    for field in message.DESCRIPTOR.fields:
+        if field.name in ("instance_id", "tool_call_id"):
+            continue
+        value = getattr(message, field.name)
+        if field.has_presence:
+            if not message.HasField(field.name):
+                continue
+        elif field.name not in _ALWAYS_SENT and not value:
+            continue
+        args[_TOOL_PARAM.get(field.name, field.name)] = value
+    return args
+
+
+def tool_response_to_pb(response_type: type[R], result: SandboxToolResult) -> R:
+    """A typed tool response; fields the message lacks stay in CallTool only."""
+    message = response_type(text=result.text, is_error=result.is_error)  # type: ignore[call-arg]
+    for field in response_type.DESCRIPTOR.fields:  # type: ignore[attr-defined]
+        value = result.fields.get(field.name)
+        if field.name in ("text", "is_error") or value is None:
+            continue
+        try:
+            if field.label == field.LABEL_REPEATED:
+                getattr(message, field.name).extend(value)
+            else:
+                setattr(message, field.name, value)
+        except (TypeError, ValueError):
+            # Fields come from inside a sandbox: a malformed one is dropped,
+            # never allowed to fail the call.
+            continue
+    return message

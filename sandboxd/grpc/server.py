@@ -20,10 +20,11 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from sandboxd.auth import Authenticator, load_tokens
 from sandboxd.backends.docker import DockerBackend
 from sandboxd.backends.local import LocalBackend
 from sandboxd.config import Settings
-from sandboxd.errors import SandboxUnavailable
+from sandboxd.errors import InvalidArgument, SandboxUnavailable
 from sandboxd.grpc.servicer import SandboxServicer
 from sandboxd.ports import WorkspaceBackend
 from sandboxd.service import SandboxService
@@ -62,6 +63,12 @@ class Server:
         self.settings = settings
         self.backend = backend or make_backend(settings)
         self.service = SandboxService(self.backend, settings)
+        secret = settings.token.get_secret_value() if settings.token else None
+        self.authenticator = Authenticator(load_tokens(settings.tokens_file, secret))
+        if settings.tcp and not self.authenticator.enabled:
+            raise InvalidArgument(
+                "a TCP listener needs bearer tokens: set SANDBOXD_TOKEN or SANDBOXD_TOKENS_FILE"
+            )
         self.health = health.aio.HealthServicer()
         # Accept messages well past the payload limit so the service can answer
         # an oversize payload with its own message (limit, setting name); only
@@ -74,7 +81,7 @@ class Server:
             ]
         )
         sandbox_pb2_grpc.add_SandboxServiceServicer_to_server(  # type: ignore[no-untyped-call]
-            SandboxServicer(self.service), self._server
+            SandboxServicer(self.service, self.authenticator), self._server
         )
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self._server)
         reflection.enable_server_reflection(

@@ -6,11 +6,14 @@ them), and errors are mapped by ``status`` alone.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
-from typing import TypeAlias
+from typing import Any, TypeAlias, TypeVar
 
 import grpc
 
+from sandboxd.auth import Authenticator
+from sandboxd.errors import InvalidArgument, ResourceExhausted
 from sandboxd.grpc import convert
 from sandboxd.grpc.status import streaming, unary
 from sandboxd.service import SandboxService
@@ -18,11 +21,13 @@ from sandboxd.v1 import sandbox_pb2 as pb
 from sandboxd.v1 import sandbox_pb2_grpc as pb_grpc
 
 Context: TypeAlias = grpc.aio.ServicerContext
+R = TypeVar("R")
 
 
 class SandboxServicer(pb_grpc.SandboxServiceServicer):  # type: ignore[misc]
-    def __init__(self, service: SandboxService) -> None:
+    def __init__(self, service: SandboxService, authenticator: Authenticator) -> None:
         self.service = service
+        self.authenticator = authenticator
 
     @unary
     async def CreateSandbox(
@@ -53,6 +58,12 @@ class SandboxServicer(pb_grpc.SandboxServiceServicer):  # type: ignore[misc]
     ) -> pb.DeleteSandboxResponse:
         await self.service.delete_sandbox(request.instance_id)
         return pb.DeleteSandboxResponse(deleted=True)
+
+    @unary
+    async def GetStatus(
+        self, request: pb.GetStatusRequest, context: Context
+    ) -> pb.GetStatusResponse:
+        return convert.status_to_pb(await self.service.get_status())
 
     @unary
     async def ReadFile(self, request: pb.ReadFileRequest, context: Context) -> pb.ReadFileResponse:
@@ -125,3 +136,64 @@ class SandboxServicer(pb_grpc.SandboxServiceServicer):  # type: ignore[misc]
         exec_request = convert.exec_request_from_pb(request.exec)
         async for event in self.service.exec_stream(request.exec.instance_id, exec_request):
             yield convert.exec_event_to_pb(event)
+
+    # ------------------------------------------------------------ tools
+
+    @unary
+    async def CallTool(self, request: pb.CallToolRequest, context: Context) -> pb.CallToolResponse:
+        arguments = _json_object(
+            request.arguments_json or "{}", self.service.settings.max_payload_bytes
+        )
+        result = await self.service.call_tool(
+            request.instance_id, request.name, arguments, tool_call_id=request.tool_call_id or None
+        )
+        return pb.CallToolResponse(
+            text=result.text, is_error=result.is_error, fields_json=json.dumps(dict(result.fields))
+        )
+
+    async def _typed_tool(self, name: str, request: Any, response_type: type[R]) -> R:
+        result = await self.service.call_tool(
+            request.instance_id,
+            name,
+            convert.tool_args_from_pb(request),
+            tool_call_id=request.tool_call_id or None,
+        )
+        return convert.tool_response_to_pb(response_type, result)
+
+    @unary
+    async def Read(self, request: pb.ReadRequest, context: Context) -> pb.ReadResponse:
+        return await self._typed_tool("read", request, pb.ReadResponse)
+
+    @unary
+    async def Write(self, request: pb.WriteRequest, context: Context) -> pb.WriteResponse:
+        return await self._typed_tool("write", request, pb.WriteResponse)
+
+    @unary
+    async def Edit(self, request: pb.EditRequest, context: Context) -> pb.EditResponse:
+        return await self._typed_tool("edit", request, pb.EditResponse)
+
+    @unary
+    async def Bash(self, request: pb.BashRequest, context: Context) -> pb.BashResponse:
+        return await self._typed_tool("bash", request, pb.BashResponse)
+
+    @unary
+    async def Grep(self, request: pb.GrepRequest, context: Context) -> pb.GrepResponse:
+        return await self._typed_tool("grep", request, pb.GrepResponse)
+
+    @unary
+    async def Glob(self, request: pb.GlobRequest, context: Context) -> pb.GlobResponse:
+        return await self._typed_tool("glob", request, pb.GlobResponse)
+
+
+def _json_object(text: str, limit: int) -> dict[str, Any]:
+    if len(text) > limit:
+        raise ResourceExhausted(
+            f"arguments_json is {len(text)} bytes, over the payload limit of {limit} bytes"
+        )
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise InvalidArgument(f"arguments_json is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise InvalidArgument("arguments_json must be a JSON object")
+    return value

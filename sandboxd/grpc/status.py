@@ -1,7 +1,8 @@
 """The one place where domain errors become gRPC status codes.
 
-Every servicer method runs inside ``status_on_error``; nothing else in the
-server calls ``context.abort``. The table is the error tree's own
+Every servicer method runs inside ``unary`` or ``streaming``, which first
+authenticate the caller (``sandboxd.auth``) and then map any error; nothing
+else in the server calls ``context.abort``. The table is the error tree's own
 ``status_name``, which runtime_client reads too, so both ends agree.
 """
 
@@ -11,15 +12,21 @@ import functools
 import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 import grpc
 
+from sandboxd.auth import Authenticator, enter_scope, leave_scope
 from sandboxd.errors import SandboxdError
 
 log = logging.getLogger(__name__)
 
-Self = TypeVar("Self")
+
+class Guarded(Protocol):
+    authenticator: Authenticator
+
+
+Self = TypeVar("Self", bound=Guarded)
 Request = TypeVar("Request")
 Response = TypeVar("Response")
 
@@ -44,7 +51,14 @@ def unary(
     @functools.wraps(method)
     async def wrapper(self: Self, request: Request, context: grpc.aio.ServicerContext) -> Response:
         try:
-            return await method(self, request, context)
+            scope = self.authenticator.scope_for(
+                context.peer(), context.invocation_metadata() or ()
+            )
+            token = enter_scope(scope)
+            try:
+                return await method(self, request, context)
+            finally:
+                leave_scope(token)
         except Exception as exc:
             if _is_abort(exc):
                 raise
@@ -62,8 +76,15 @@ def streaming(
         self: Self, request: Request, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[Response]:
         try:
-            async for item in method(self, request, context):
-                yield item
+            scope = self.authenticator.scope_for(
+                context.peer(), context.invocation_metadata() or ()
+            )
+            token = enter_scope(scope)
+            try:
+                async for item in method(self, request, context):
+                    yield item
+            finally:
+                leave_scope(token)
         except Exception as exc:
             if _is_abort(exc):
                 raise

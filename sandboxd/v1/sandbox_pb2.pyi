@@ -30,7 +30,7 @@ FILE_TYPE_SYMLINK: FileType
 FILE_TYPE_OTHER: FileType
 
 class SandboxOptions(_message.Message):
-    __slots__ = ("image", "env", "workdir", "memory_bytes", "cpus", "pids_limit", "network", "runtime", "labels")
+    __slots__ = ("image", "env", "workdir", "memory_bytes", "cpus", "pids_limit", "network", "runtime", "labels", "idle_ttl_seconds")
     class EnvEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -54,6 +54,7 @@ class SandboxOptions(_message.Message):
     NETWORK_FIELD_NUMBER: _ClassVar[int]
     RUNTIME_FIELD_NUMBER: _ClassVar[int]
     LABELS_FIELD_NUMBER: _ClassVar[int]
+    IDLE_TTL_SECONDS_FIELD_NUMBER: _ClassVar[int]
     image: str
     env: _containers.ScalarMap[str, str]
     workdir: str
@@ -63,7 +64,8 @@ class SandboxOptions(_message.Message):
     network: bool
     runtime: Runtime
     labels: _containers.ScalarMap[str, str]
-    def __init__(self, image: _Optional[str] = ..., env: _Optional[_Mapping[str, str]] = ..., workdir: _Optional[str] = ..., memory_bytes: _Optional[int] = ..., cpus: _Optional[float] = ..., pids_limit: _Optional[int] = ..., network: _Optional[bool] = ..., runtime: _Optional[_Union[Runtime, str]] = ..., labels: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    idle_ttl_seconds: int
+    def __init__(self, image: _Optional[str] = ..., env: _Optional[_Mapping[str, str]] = ..., workdir: _Optional[str] = ..., memory_bytes: _Optional[int] = ..., cpus: _Optional[float] = ..., pids_limit: _Optional[int] = ..., network: _Optional[bool] = ..., runtime: _Optional[_Union[Runtime, str]] = ..., labels: _Optional[_Mapping[str, str]] = ..., idle_ttl_seconds: _Optional[int] = ...) -> None: ...
 
 class SandboxInfo(_message.Message):
     __slots__ = ("instance_id", "state", "container_id", "volume", "options", "created_at_ms")
@@ -139,6 +141,34 @@ class DeleteSandboxResponse(_message.Message):
     DELETED_FIELD_NUMBER: _ClassVar[int]
     deleted: bool
     def __init__(self, deleted: _Optional[bool] = ...) -> None: ...
+
+class GetStatusRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class GetStatusResponse(_message.Message):
+    __slots__ = ("version", "backend", "namespace", "pool")
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    BACKEND_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    POOL_FIELD_NUMBER: _ClassVar[int]
+    version: str
+    backend: str
+    namespace: str
+    pool: PoolStatus
+    def __init__(self, version: _Optional[str] = ..., backend: _Optional[str] = ..., namespace: _Optional[str] = ..., pool: _Optional[_Union[PoolStatus, _Mapping]] = ...) -> None: ...
+
+class PoolStatus(_message.Message):
+    __slots__ = ("size", "ready", "served", "started")
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    READY_FIELD_NUMBER: _ClassVar[int]
+    SERVED_FIELD_NUMBER: _ClassVar[int]
+    STARTED_FIELD_NUMBER: _ClassVar[int]
+    size: int
+    ready: int
+    served: int
+    started: int
+    def __init__(self, size: _Optional[int] = ..., ready: _Optional[int] = ..., served: _Optional[int] = ..., started: _Optional[int] = ...) -> None: ...
 
 class FileInfo(_message.Message):
     __slots__ = ("path", "name", "type", "size", "mode", "mtime_ns", "symlink_target")
@@ -362,3 +392,273 @@ class ExecExit(_message.Message):
     timed_out: bool
     duration_ms: int
     def __init__(self, exit_code: _Optional[int] = ..., timed_out: _Optional[bool] = ..., duration_ms: _Optional[int] = ...) -> None: ...
+
+class CallToolRequest(_message.Message):
+    __slots__ = ("instance_id", "name", "arguments_json", "tool_call_id")
+    INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ARGUMENTS_JSON_FIELD_NUMBER: _ClassVar[int]
+    TOOL_CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    instance_id: str
+    name: str
+    arguments_json: str
+    tool_call_id: str
+    def __init__(self, instance_id: _Optional[str] = ..., name: _Optional[str] = ..., arguments_json: _Optional[str] = ..., tool_call_id: _Optional[str] = ...) -> None: ...
+
+class CallToolResponse(_message.Message):
+    __slots__ = ("text", "is_error", "fields_json")
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    IS_ERROR_FIELD_NUMBER: _ClassVar[int]
+    FIELDS_JSON_FIELD_NUMBER: _ClassVar[int]
+    text: str
+    is_error: bool
+    fields_json: str
+    def __init__(self, text: _Optional[str] = ..., is_error: _Optional[bool] = ..., fields_json: _Optional[str] = ...) -> None: ...
+
+class ReadRequest(_message.Message):
+    __slots__ = ("instance_id", "file_path", "offset", "limit", "tool_call_id")
+    INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    FILE_PATH_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    TOOL_CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    instance_id: str
+    file_path: str
+    offset: int
+    limit: int
+    tool_call_id: str
+    def __init__(self, instance_id: _Optional[str] = ..., file_path: _Optional[str] = ..., offset: _Optional[int] = ..., limit: _Optional[int] = ..., tool_call_id: _Optional[str] = ...) -> None: ...
+
+class ReadResponse(_message.Message):
+    __slots__ = ("text", "is_error", "path", "total_lines", "start_line", "end_line", "truncated", "next_offset", "cut_lines")
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    IS_ERROR_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_LINES_FIELD_NUMBER: _ClassVar[int]
+    START_LINE_FIELD_NUMBER: _ClassVar[int]
+    END_LINE_FIELD_NUMBER: _ClassVar[int]
+    TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    NEXT_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    CUT_LINES_FIELD_NUMBER: _ClassVar[int]
+    text: str
+    is_error: bool
+    path: str
+    total_lines: int
+    start_line: int
+    end_line: int
+    truncated: bool
+    next_offset: int
+    cut_lines: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, text: _Optional[str] = ..., is_error: _Optional[bool] = ..., path: _Optional[str] = ..., total_lines: _Optional[int] = ..., start_line: _Optional[int] = ..., end_line: _Optional[int] = ..., truncated: _Optional[bool] = ..., next_offset: _Optional[int] = ..., cut_lines: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class WriteRequest(_message.Message):
+    __slots__ = ("instance_id", "file_path", "content", "tool_call_id")
+    INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    FILE_PATH_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_FIELD_NUMBER: _ClassVar[int]
+    TOOL_CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    instance_id: str
+    file_path: str
+    content: str
+    tool_call_id: str
+    def __init__(self, instance_id: _Optional[str] = ..., file_path: _Optional[str] = ..., content: _Optional[str] = ..., tool_call_id: _Optional[str] = ...) -> None: ...
+
+class WriteResponse(_message.Message):
+    __slots__ = ("text", "is_error", "path", "created", "lines", "bytes", "previous_lines")
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    IS_ERROR_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    CREATED_FIELD_NUMBER: _ClassVar[int]
+    LINES_FIELD_NUMBER: _ClassVar[int]
+    BYTES_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_LINES_FIELD_NUMBER: _ClassVar[int]
+    text: str
+    is_error: bool
+    path: str
+    created: bool
+    lines: int
+    bytes: int
+    previous_lines: int
+    def __init__(self, text: _Optional[str] = ..., is_error: _Optional[bool] = ..., path: _Optional[str] = ..., created: _Optional[bool] = ..., lines: _Optional[int] = ..., bytes: _Optional[int] = ..., previous_lines: _Optional[int] = ...) -> None: ...
+
+class EditRequest(_message.Message):
+    __slots__ = ("instance_id", "file_path", "old_string", "new_string", "replace_all", "tool_call_id")
+    INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    FILE_PATH_FIELD_NUMBER: _ClassVar[int]
+    OLD_STRING_FIELD_NUMBER: _ClassVar[int]
+    NEW_STRING_FIELD_NUMBER: _ClassVar[int]
+    REPLACE_ALL_FIELD_NUMBER: _ClassVar[int]
+    TOOL_CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    instance_id: str
+    file_path: str
+    old_string: str
+    new_string: str
+    replace_all: bool
+    tool_call_id: str
+    def __init__(self, instance_id: _Optional[str] = ..., file_path: _Optional[str] = ..., old_string: _Optional[str] = ..., new_string: _Optional[str] = ..., replace_all: _Optional[bool] = ..., tool_call_id: _Optional[str] = ...) -> None: ...
+
+class EditResponse(_message.Message):
+    __slots__ = ("text", "is_error", "path", "replacements", "first_line", "last_line", "lines", "match_level", "created")
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    IS_ERROR_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    REPLACEMENTS_FIELD_NUMBER: _ClassVar[int]
+    FIRST_LINE_FIELD_NUMBER: _ClassVar[int]
+    LAST_LINE_FIELD_NUMBER: _ClassVar[int]
+    LINES_FIELD_NUMBER: _ClassVar[int]
+    MATCH_LEVEL_FIELD_NUMBER: _ClassVar[int]
+    CREATED_FIELD_NUMBER: _ClassVar[int]
+    text: str
+    is_error: bool
+    path: str
+    replacements: int
+    first_line: int
+    last_line: int
+    lines: _containers.RepeatedScalarFieldContainer[int]
+    match_level: str
+    created: bool
+    def __init__(self, text: _Optional[str] = ..., is_error: _Optional[bool] = ..., path: _Optional[str] = ..., replacements: _Optional[int] = ..., first_line: _Optional[int] = ..., last_line: _Optional[int] = ..., lines: _Optional[_Iterable[int]] = ..., match_level: _Optional[str] = ..., created: _Optional[bool] = ...) -> None: ...
+
+class BashRequest(_message.Message):
+    __slots__ = ("instance_id", "command", "timeout", "description", "run_in_background", "workdir", "tool_call_id")
+    INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    COMMAND_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    RUN_IN_BACKGROUND_FIELD_NUMBER: _ClassVar[int]
+    WORKDIR_FIELD_NUMBER: _ClassVar[int]
+    TOOL_CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    instance_id: str
+    command: str
+    timeout: int
+    description: str
+    run_in_background: bool
+    workdir: str
+    tool_call_id: str
+    def __init__(self, instance_id: _Optional[str] = ..., command: _Optional[str] = ..., timeout: _Optional[int] = ..., description: _Optional[str] = ..., run_in_background: _Optional[bool] = ..., workdir: _Optional[str] = ..., tool_call_id: _Optional[str] = ...) -> None: ...
+
+class BashResponse(_message.Message):
+    __slots__ = ("text", "is_error", "exit_code", "timed_out", "cancelled", "duration_ms", "truncated", "log_path", "background", "job_id", "pid")
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    IS_ERROR_FIELD_NUMBER: _ClassVar[int]
+    EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
+    TIMED_OUT_FIELD_NUMBER: _ClassVar[int]
+    CANCELLED_FIELD_NUMBER: _ClassVar[int]
+    DURATION_MS_FIELD_NUMBER: _ClassVar[int]
+    TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    LOG_PATH_FIELD_NUMBER: _ClassVar[int]
+    BACKGROUND_FIELD_NUMBER: _ClassVar[int]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    PID_FIELD_NUMBER: _ClassVar[int]
+    text: str
+    is_error: bool
+    exit_code: int
+    timed_out: bool
+    cancelled: bool
+    duration_ms: int
+    truncated: bool
+    log_path: str
+    background: bool
+    job_id: int
+    pid: int
+    def __init__(self, text: _Optional[str] = ..., is_error: _Optional[bool] = ..., exit_code: _Optional[int] = ..., timed_out: _Optional[bool] = ..., cancelled: _Optional[bool] = ..., duration_ms: _Optional[int] = ..., truncated: _Optional[bool] = ..., log_path: _Optional[str] = ..., background: _Optional[bool] = ..., job_id: _Optional[int] = ..., pid: _Optional[int] = ...) -> None: ...
+
+class GrepRequest(_message.Message):
+    __slots__ = ("instance_id", "pattern", "path", "glob", "type", "output_mode", "case_insensitive", "line_numbers", "after_context", "before_context", "context", "multiline", "literal", "head_limit", "offset", "tool_call_id")
+    INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    PATTERN_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    GLOB_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_MODE_FIELD_NUMBER: _ClassVar[int]
+    CASE_INSENSITIVE_FIELD_NUMBER: _ClassVar[int]
+    LINE_NUMBERS_FIELD_NUMBER: _ClassVar[int]
+    AFTER_CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    BEFORE_CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    MULTILINE_FIELD_NUMBER: _ClassVar[int]
+    LITERAL_FIELD_NUMBER: _ClassVar[int]
+    HEAD_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    TOOL_CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    instance_id: str
+    pattern: str
+    path: str
+    glob: str
+    type: str
+    output_mode: str
+    case_insensitive: bool
+    line_numbers: bool
+    after_context: int
+    before_context: int
+    context: int
+    multiline: bool
+    literal: bool
+    head_limit: int
+    offset: int
+    tool_call_id: str
+    def __init__(self, instance_id: _Optional[str] = ..., pattern: _Optional[str] = ..., path: _Optional[str] = ..., glob: _Optional[str] = ..., type: _Optional[str] = ..., output_mode: _Optional[str] = ..., case_insensitive: _Optional[bool] = ..., line_numbers: _Optional[bool] = ..., after_context: _Optional[int] = ..., before_context: _Optional[int] = ..., context: _Optional[int] = ..., multiline: _Optional[bool] = ..., literal: _Optional[bool] = ..., head_limit: _Optional[int] = ..., offset: _Optional[int] = ..., tool_call_id: _Optional[str] = ...) -> None: ...
+
+class GrepResponse(_message.Message):
+    __slots__ = ("text", "is_error", "mode", "total", "matches", "files", "file_count", "truncated", "next_offset", "timed_out", "engine")
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    IS_ERROR_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_FIELD_NUMBER: _ClassVar[int]
+    MATCHES_FIELD_NUMBER: _ClassVar[int]
+    FILES_FIELD_NUMBER: _ClassVar[int]
+    FILE_COUNT_FIELD_NUMBER: _ClassVar[int]
+    TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    NEXT_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    TIMED_OUT_FIELD_NUMBER: _ClassVar[int]
+    ENGINE_FIELD_NUMBER: _ClassVar[int]
+    text: str
+    is_error: bool
+    mode: str
+    total: int
+    matches: int
+    files: _containers.RepeatedScalarFieldContainer[str]
+    file_count: int
+    truncated: bool
+    next_offset: int
+    timed_out: bool
+    engine: str
+    def __init__(self, text: _Optional[str] = ..., is_error: _Optional[bool] = ..., mode: _Optional[str] = ..., total: _Optional[int] = ..., matches: _Optional[int] = ..., files: _Optional[_Iterable[str]] = ..., file_count: _Optional[int] = ..., truncated: _Optional[bool] = ..., next_offset: _Optional[int] = ..., timed_out: _Optional[bool] = ..., engine: _Optional[str] = ...) -> None: ...
+
+class GlobRequest(_message.Message):
+    __slots__ = ("instance_id", "pattern", "path", "head_limit", "offset", "no_ignore", "tool_call_id")
+    INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    PATTERN_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    HEAD_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    NO_IGNORE_FIELD_NUMBER: _ClassVar[int]
+    TOOL_CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    instance_id: str
+    pattern: str
+    path: str
+    head_limit: int
+    offset: int
+    no_ignore: bool
+    tool_call_id: str
+    def __init__(self, instance_id: _Optional[str] = ..., pattern: _Optional[str] = ..., path: _Optional[str] = ..., head_limit: _Optional[int] = ..., offset: _Optional[int] = ..., no_ignore: _Optional[bool] = ..., tool_call_id: _Optional[str] = ...) -> None: ...
+
+class GlobResponse(_message.Message):
+    __slots__ = ("text", "is_error", "files", "total", "truncated", "next_offset", "ignored", "ignored_incomplete")
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    IS_ERROR_FIELD_NUMBER: _ClassVar[int]
+    FILES_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_FIELD_NUMBER: _ClassVar[int]
+    TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    NEXT_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    IGNORED_FIELD_NUMBER: _ClassVar[int]
+    IGNORED_INCOMPLETE_FIELD_NUMBER: _ClassVar[int]
+    text: str
+    is_error: bool
+    files: _containers.RepeatedScalarFieldContainer[str]
+    total: int
+    truncated: bool
+    next_offset: int
+    ignored: int
+    ignored_incomplete: bool
+    def __init__(self, text: _Optional[str] = ..., is_error: _Optional[bool] = ..., files: _Optional[_Iterable[str]] = ..., total: _Optional[int] = ..., truncated: _Optional[bool] = ..., next_offset: _Optional[int] = ..., ignored: _Optional[int] = ..., ignored_incomplete: _Optional[bool] = ...) -> None: ...

@@ -54,6 +54,11 @@ class SandboxServiceStub:
                 request_serializer=sandboxd_dot_v1_dot_sandbox__pb2.DeleteSandboxRequest.SerializeToString,
                 response_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.DeleteSandboxResponse.FromString,
                 _registered_method=True)
+        self.GetStatus = channel.unary_unary(
+                '/sandboxd.v1.SandboxService/GetStatus',
+                request_serializer=sandboxd_dot_v1_dot_sandbox__pb2.GetStatusRequest.SerializeToString,
+                response_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.GetStatusResponse.FromString,
+                _registered_method=True)
         self.ReadFile = channel.unary_unary(
                 '/sandboxd.v1.SandboxService/ReadFile',
                 request_serializer=sandboxd_dot_v1_dot_sandbox__pb2.ReadFileRequest.SerializeToString,
@@ -99,6 +104,41 @@ class SandboxServiceStub:
                 request_serializer=sandboxd_dot_v1_dot_sandbox__pb2.ExecStreamRequest.SerializeToString,
                 response_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.ExecStreamResponse.FromString,
                 _registered_method=True)
+        self.CallTool = channel.unary_unary(
+                '/sandboxd.v1.SandboxService/CallTool',
+                request_serializer=sandboxd_dot_v1_dot_sandbox__pb2.CallToolRequest.SerializeToString,
+                response_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.CallToolResponse.FromString,
+                _registered_method=True)
+        self.Read = channel.unary_unary(
+                '/sandboxd.v1.SandboxService/Read',
+                request_serializer=sandboxd_dot_v1_dot_sandbox__pb2.ReadRequest.SerializeToString,
+                response_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.ReadResponse.FromString,
+                _registered_method=True)
+        self.Write = channel.unary_unary(
+                '/sandboxd.v1.SandboxService/Write',
+                request_serializer=sandboxd_dot_v1_dot_sandbox__pb2.WriteRequest.SerializeToString,
+                response_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.WriteResponse.FromString,
+                _registered_method=True)
+        self.Edit = channel.unary_unary(
+                '/sandboxd.v1.SandboxService/Edit',
+                request_serializer=sandboxd_dot_v1_dot_sandbox__pb2.EditRequest.SerializeToString,
+                response_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.EditResponse.FromString,
+                _registered_method=True)
+        self.Bash = channel.unary_unary(
+                '/sandboxd.v1.SandboxService/Bash',
+                request_serializer=sandboxd_dot_v1_dot_sandbox__pb2.BashRequest.SerializeToString,
+                response_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.BashResponse.FromString,
+                _registered_method=True)
+        self.Grep = channel.unary_unary(
+                '/sandboxd.v1.SandboxService/Grep',
+                request_serializer=sandboxd_dot_v1_dot_sandbox__pb2.GrepRequest.SerializeToString,
+                response_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.GrepResponse.FromString,
+                _registered_method=True)
+        self.Glob = channel.unary_unary(
+                '/sandboxd.v1.SandboxService/Glob',
+                request_serializer=sandboxd_dot_v1_dot_sandbox__pb2.GlobRequest.SerializeToString,
+                response_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.GlobResponse.FromString,
+                _registered_method=True)
 
 
 class SandboxServiceServicer:
@@ -125,6 +165,13 @@ class SandboxServiceServicer:
 
     def DeleteSandbox(self, request, context):
         """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetStatus(self, request, context):
+        """The daemon itself: version, backend, warm pool.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -186,6 +233,56 @@ class SandboxServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CallTool(self, request, context):
+        """The six agent tools (../shared/TOOLS.md). A model-facing failure (file
+        not found, ambiguous edit, exit code 2) is a normal response with
+        is_error=true and text that says what to do next; status codes are for
+        bad requests and broken sandboxes.
+
+        CallTool takes the arguments exactly as a model produced them (JSON,
+        with aliases, numeric strings, and unknown keys answered as is_error
+        results); the typed RPCs below take canonical fields.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Read(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Write(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Edit(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Bash(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Grep(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Glob(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SandboxServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -208,6 +305,11 @@ def add_SandboxServiceServicer_to_server(servicer, server):
                     servicer.DeleteSandbox,
                     request_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.DeleteSandboxRequest.FromString,
                     response_serializer=sandboxd_dot_v1_dot_sandbox__pb2.DeleteSandboxResponse.SerializeToString,
+            ),
+            'GetStatus': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetStatus,
+                    request_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.GetStatusRequest.FromString,
+                    response_serializer=sandboxd_dot_v1_dot_sandbox__pb2.GetStatusResponse.SerializeToString,
             ),
             'ReadFile': grpc.unary_unary_rpc_method_handler(
                     servicer.ReadFile,
@@ -253,6 +355,41 @@ def add_SandboxServiceServicer_to_server(servicer, server):
                     servicer.ExecStream,
                     request_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.ExecStreamRequest.FromString,
                     response_serializer=sandboxd_dot_v1_dot_sandbox__pb2.ExecStreamResponse.SerializeToString,
+            ),
+            'CallTool': grpc.unary_unary_rpc_method_handler(
+                    servicer.CallTool,
+                    request_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.CallToolRequest.FromString,
+                    response_serializer=sandboxd_dot_v1_dot_sandbox__pb2.CallToolResponse.SerializeToString,
+            ),
+            'Read': grpc.unary_unary_rpc_method_handler(
+                    servicer.Read,
+                    request_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.ReadRequest.FromString,
+                    response_serializer=sandboxd_dot_v1_dot_sandbox__pb2.ReadResponse.SerializeToString,
+            ),
+            'Write': grpc.unary_unary_rpc_method_handler(
+                    servicer.Write,
+                    request_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.WriteRequest.FromString,
+                    response_serializer=sandboxd_dot_v1_dot_sandbox__pb2.WriteResponse.SerializeToString,
+            ),
+            'Edit': grpc.unary_unary_rpc_method_handler(
+                    servicer.Edit,
+                    request_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.EditRequest.FromString,
+                    response_serializer=sandboxd_dot_v1_dot_sandbox__pb2.EditResponse.SerializeToString,
+            ),
+            'Bash': grpc.unary_unary_rpc_method_handler(
+                    servicer.Bash,
+                    request_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.BashRequest.FromString,
+                    response_serializer=sandboxd_dot_v1_dot_sandbox__pb2.BashResponse.SerializeToString,
+            ),
+            'Grep': grpc.unary_unary_rpc_method_handler(
+                    servicer.Grep,
+                    request_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.GrepRequest.FromString,
+                    response_serializer=sandboxd_dot_v1_dot_sandbox__pb2.GrepResponse.SerializeToString,
+            ),
+            'Glob': grpc.unary_unary_rpc_method_handler(
+                    servicer.Glob,
+                    request_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.GlobRequest.FromString,
+                    response_serializer=sandboxd_dot_v1_dot_sandbox__pb2.GlobResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -363,6 +500,33 @@ class SandboxService:
             '/sandboxd.v1.SandboxService/DeleteSandbox',
             sandboxd_dot_v1_dot_sandbox__pb2.DeleteSandboxRequest.SerializeToString,
             sandboxd_dot_v1_dot_sandbox__pb2.DeleteSandboxResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetStatus(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sandboxd.v1.SandboxService/GetStatus',
+            sandboxd_dot_v1_dot_sandbox__pb2.GetStatusRequest.SerializeToString,
+            sandboxd_dot_v1_dot_sandbox__pb2.GetStatusResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -606,6 +770,195 @@ class SandboxService:
             '/sandboxd.v1.SandboxService/ExecStream',
             sandboxd_dot_v1_dot_sandbox__pb2.ExecStreamRequest.SerializeToString,
             sandboxd_dot_v1_dot_sandbox__pb2.ExecStreamResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CallTool(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sandboxd.v1.SandboxService/CallTool',
+            sandboxd_dot_v1_dot_sandbox__pb2.CallToolRequest.SerializeToString,
+            sandboxd_dot_v1_dot_sandbox__pb2.CallToolResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Read(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sandboxd.v1.SandboxService/Read',
+            sandboxd_dot_v1_dot_sandbox__pb2.ReadRequest.SerializeToString,
+            sandboxd_dot_v1_dot_sandbox__pb2.ReadResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Write(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sandboxd.v1.SandboxService/Write',
+            sandboxd_dot_v1_dot_sandbox__pb2.WriteRequest.SerializeToString,
+            sandboxd_dot_v1_dot_sandbox__pb2.WriteResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Edit(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sandboxd.v1.SandboxService/Edit',
+            sandboxd_dot_v1_dot_sandbox__pb2.EditRequest.SerializeToString,
+            sandboxd_dot_v1_dot_sandbox__pb2.EditResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Bash(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sandboxd.v1.SandboxService/Bash',
+            sandboxd_dot_v1_dot_sandbox__pb2.BashRequest.SerializeToString,
+            sandboxd_dot_v1_dot_sandbox__pb2.BashResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Grep(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sandboxd.v1.SandboxService/Grep',
+            sandboxd_dot_v1_dot_sandbox__pb2.GrepRequest.SerializeToString,
+            sandboxd_dot_v1_dot_sandbox__pb2.GrepResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Glob(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sandboxd.v1.SandboxService/Glob',
+            sandboxd_dot_v1_dot_sandbox__pb2.GlobRequest.SerializeToString,
+            sandboxd_dot_v1_dot_sandbox__pb2.GlobResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -12,6 +12,7 @@ import docker
 import docker.errors
 import grpc
 import pytest
+from docker.models.containers import Container
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from runtime_client import (
@@ -20,26 +21,35 @@ from runtime_client import (
     InvalidArgument,
     NotFound,
     ResourceExhausted,
+    Runtime,
     SandboxOptions,
 )
 from sandboxd.backends import labels
-from tests.docker.conftest import IMAGE, RUN_PREFIX, container_name
+from tests.docker_fixtures import IMAGE, RUN_PREFIX, container_name
 from tests.helpers import Daemon, health_status
 
 pytestmark = [pytest.mark.docker, pytest.mark.anyio]
 
 
-def _containers(client: docker.DockerClient, namespace: str, instance_id: str) -> list[object]:
-    return client.containers.list(
-        all=True,
-        filters={"label": [f"{labels.NAMESPACE}={namespace}", f"{labels.INSTANCE}={instance_id}"]},
-    )
+def _instance_containers(
+    client: docker.DockerClient, namespace: str, instance_id: str
+) -> list[Container]:
+    name = container_name(namespace, instance_id)
+    found = client.containers.list(all=True, filters={"name": name})
+    return [c for c in found if c.name == name]
 
 
-def _volumes(client: docker.DockerClient, namespace: str, instance_id: str) -> list[object]:
-    return client.volumes.list(
-        filters={"label": [f"{labels.NAMESPACE}={namespace}", f"{labels.INSTANCE}={instance_id}"]}
-    )
+def _namespace_volumes(client: docker.DockerClient, namespace: str) -> set[str]:
+    found = client.volumes.list(filters={"label": f"{labels.NAMESPACE}={namespace}"})
+    return {v.name for v in found}
+
+
+def _volume_exists(client: docker.DockerClient, name: str) -> bool:
+    try:
+        client.volumes.get(name)
+    except docker.errors.NotFound:
+        return False
+    return True
 
 
 async def test_background_daemon_serves_health_and_reflection(daemon: Daemon) -> None:
@@ -69,6 +79,7 @@ async def test_files_survive_sigkill_of_the_daemon_and_delete_removes_everything
         assert (await box.read_file("notes/today.txt")).data == b"written before the crash\n"
         ran = await box.exec("cat notes/today.txt | wc -l")
         assert ran.stdout.strip() == b"1" and ran.exit_code == 0
+        appended = await box.call_tool("bash", {"command": "echo a >> audit"}, tool_call_id="c-1")
     container = docker_client.containers.get(container_name(namespace, "persist"))
     started_at = container.attrs["State"]["StartedAt"]
 
@@ -83,12 +94,18 @@ async def test_files_survive_sigkill_of_the_daemon_and_delete_removes_everything
         box = await factory.create_sandbox("persist")  # same id: the same workspace
         assert (await box.read_file("notes/today.txt")).data == b"written before the crash\n"
         assert (await box.exec(["ls", "notes"])).stdout == b"today.txt\n"
+        # A retry of a call completed before the crash is answered, not re-run.
+        retried = await box.call_tool("bash", {"command": "echo a >> audit"}, tool_call_id="c-1")
+        assert retried.fields["replayed"] is True and retried.text == appended.text
+        assert (await box.read_file("audit")).data == b"a\n"
         # Adopted, not restarted: the container kept running through the crash.
         container.reload()
         assert container.attrs["State"]["StartedAt"] == started_at
+        volume = container.labels[labels.VOLUME]
+        assert _volume_exists(docker_client, volume)
         await box.delete()
-    assert _containers(docker_client, namespace, "persist") == []
-    assert _volumes(docker_client, namespace, "persist") == []
+    assert _instance_containers(docker_client, namespace, "persist") == []
+    assert not _volume_exists(docker_client, volume)
 
 
 async def test_creating_the_same_id_twice_gives_one_container_and_one_volume(
@@ -104,8 +121,10 @@ async def test_creating_the_same_id_twice_gives_one_container_and_one_volume(
     assert sorted(flag for _, flag in results) == [False, False, True]
     assert created is False
     assert {info.container_id for info, _ in results} == {again.container_id}
-    assert len(_containers(docker_client, namespace, instance_id)) == 1
-    assert len(_volumes(docker_client, namespace, instance_id)) == 1
+    containers = _instance_containers(docker_client, namespace, instance_id)
+    assert len(containers) == 1
+    mounts = containers[0].attrs["Mounts"]
+    assert len(mounts) == 1 and mounts[0]["Name"] == containers[0].labels[labels.VOLUME]
     with pytest.raises(Exception, match="already exists with different memory_bytes"):
         await factory.transport.create_sandbox(instance_id, SandboxOptions(memory_bytes=64 << 20))
     await factory.transport.delete_sandbox(instance_id)
@@ -132,7 +151,7 @@ async def test_docker_inspect_shows_the_isolation_defaults(
     assert not any("docker.sock" in (m.get("Source") or "") for m in attrs["Mounts"])
     assert [m["Destination"] for m in attrs["Mounts"]] == ["/workspace"]
     assert attrs["Mounts"][0]["Type"] == "volume"
-    for key in (labels.MANAGED, labels.NAMESPACE, labels.INSTANCE, labels.OPTIONS):
+    for key in (labels.MANAGED, labels.NAMESPACE, labels.VOLUME, labels.OPTIONS):
         assert key in attrs["Config"]["Labels"]
     # And from inside: what those settings mean for a process in the sandbox.
     probe = await box.exec(
@@ -239,4 +258,61 @@ async def test_bad_input_on_docker(factory: GrpcSandboxFactory, instance_id: str
             f"{instance_id}-img", SandboxOptions(image="no-such-image:1")
         )
     assert (await box.list_dir(".")) == []
+    await box.delete()
+
+
+async def test_idle_ttl_stops_the_container_and_the_next_call_starts_it(
+    daemon_factory: type[Daemon], docker_client: docker.DockerClient, tmp_path: Path
+) -> None:
+    namespace = f"{RUN_PREFIX}-idle{secrets.token_hex(2)}"
+    daemon = daemon_factory(
+        tmp_path / "i.sock",
+        "--namespace",
+        namespace,
+        "--image",
+        IMAGE,
+        "--pool-size",
+        "0",
+        "--idle-check-interval-s",
+        "0.2",
+    )
+    await anyio.to_thread.run_sync(daemon.start)
+    async with GrpcSandboxFactory(daemon.target) as factory:
+        await factory.transport.create_sandbox("lazy", SandboxOptions(idle_ttl_seconds=1))
+        await factory.transport.create_sandbox("busy")  # no TTL: never stopped
+        box = await factory.create_sandbox("lazy")
+        await box.write_file("kept.txt", "on the volume")
+        container = docker_client.containers.get(container_name(namespace, "lazy"))
+        for _ in range(100):
+            container.reload()
+            if container.status == "exited":
+                break
+            await anyio.sleep(0.1)
+        assert container.status == "exited"
+        assert (await factory.transport.get_sandbox("lazy")).state == "stopped"
+        # Transparent: the next call starts it again, with its files.
+        assert (await box.read_file("kept.txt")).data == b"on the volume"
+        container.reload()
+        assert container.status == "running"
+        busy = docker_client.containers.get(container_name(namespace, "busy"))
+        assert busy.status == "running"
+        for instance in ("lazy", "busy"):
+            await factory.transport.delete_sandbox(instance)
+
+
+async def test_gvisor_runtime_serves_the_executor_over_stdio(
+    factory: GrpcSandboxFactory,
+    docker_client: docker.DockerClient,
+    namespace: str,
+    instance_id: str,
+) -> None:
+    # `make engine` registers runsc; the channel needs no host socket, so it works here too.
+    await factory.transport.create_sandbox(instance_id, SandboxOptions(runtime=Runtime.RUNSC))
+    attrs = docker_client.containers.get(container_name(namespace, instance_id)).attrs
+    assert attrs["HostConfig"]["Runtime"] == "runsc"
+    box = await factory.create_sandbox(instance_id)
+    await box.write_file("g.txt", "under gvisor\n")
+    assert (await box.read("g.txt")).text == "     1\tunder gvisor"
+    kernel = await box.exec("dmesg | head -1")
+    assert b"gVisor" in kernel.stdout
     await box.delete()

@@ -16,6 +16,7 @@ from runtime_client import (
     ExecOutput,
     FileType,
     GrpcSandboxFactory,
+    InvalidArgument,
     NotFound,
     SandboxOptions,
 )
@@ -115,3 +116,15 @@ async def test_sigterm_drains_in_flight_calls(tmp_path: Path) -> None:
         assert not daemon.socket.exists()
     finally:
         daemon.stop()
+
+
+async def test_tool_call_id_makes_retries_safe(factory: GrpcSandboxFactory) -> None:
+    box = await factory.create_sandbox("retry")
+    first = await box.call_tool("bash", {"command": "echo once >> log.txt"}, tool_call_id="t-1")
+    retry = await box.call_tool("bash", {"command": "echo once >> log.txt"}, tool_call_id="t-1")
+    assert retry.text == first.text and retry.fields["replayed"] is True
+    assert (await box.read_file("log.txt")).data == b"once\n"
+    with pytest.raises(InvalidArgument, match="already used for a different call"):
+        await box.call_tool("bash", {"command": "echo other"}, tool_call_id="t-1")
+    with pytest.raises(InvalidArgument, match="tool_call_id must be 1-256"):
+        await box.call_tool("bash", {"command": "true"}, tool_call_id="x" * 300)

@@ -1,4 +1,5 @@
-"""Docker tier: a real engine, the real workspace image, a real daemon process.
+"""Docker fixtures (a pytest plugin, loaded by tests/conftest.py): a real engine,
+the real workspace image, a real daemon process.
 
 Everything made here lives in a per-run namespace and is removed at the end.
 Under CI=true a missing engine or image FAILS these tests; elsewhere they skip
@@ -87,6 +88,12 @@ def daemon(
     ).start()
     yield process
     process.stop()
+    # Every test deletes what it made and a stopped daemon removes its pool,
+    # so nothing of this namespace may be left.
+    leftovers = docker_client.api.containers(
+        all=True, filters={"label": f"{labels.NAMESPACE}={namespace}"}
+    )
+    assert [c["Names"] for c in leftovers] == [], "containers leaked by the docker tier"
 
 
 @pytest.fixture

@@ -1,0 +1,387 @@
+"""The ``bash`` tool: one fresh ``bash -c`` per call, with persistent state.
+
+Each call runs a wrapper script in its own process group (stdin
+/dev/null) that first restores the instance's saved exported environment
+and working directory, runs the command with ``eval``, and on exit (an
+EXIT trap, which bash also runs on SIGTERM) saves ``export -p`` and ``pwd``
+back into ``{state_dir}/bash``. Output is merged stdout+stderr, cleaned
+and bounded while it streams (``output``); the full cleaned output is
+logged to ``{state_dir}/logs/bash-<n>.log`` and kept only when the text was
+truncated. A command that replaces the shell (``exec``) or installs its
+own EXIT trap does not save its state.
+
+Fields:
+  exit_code    the exit status (124 on timeout; None for background jobs)
+  timed_out    the timeout stopped the command
+  cancelled    the caller gave up and the command was stopped
+  duration_ms  wall time of the call
+  truncated    the text shows a head and tail of the output only
+  log_path     the full log (display path) when truncated, else None;
+               the job's log for background jobs
+  background   True for run_in_background
+  job_id, pid  background job number and process id (None otherwise)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import re
+import select
+import shlex
+import signal
+import subprocess
+import threading
+import time
+
+from .args import Param, ToolSpec, get_bool, get_int, get_opt_str, get_str, parse
+from .locks import FifoLock
+from .output import Capture, Cleaner
+from .paths import display, not_found, resolve
+from .result import MAX_TEXT_CHARS, ToolError, ToolResult
+
+SPEC = ToolSpec(
+    "bash",
+    (
+        Param("command", str, required=True),
+        Param("timeout", int, default=120_000),
+        Param("description", str),
+        Param("run_in_background", bool, default=False),
+        Param("workdir", str),
+    ),
+)
+
+MIN_TIMEOUT_MS = 1_000
+MAX_TIMEOUT_MS = 600_000
+LOG_CAP_BYTES = 64 * 1024 * 1024
+#: Seconds between SIGTERM and SIGKILL.
+KILL_GRACE = 2.0
+#: After the shell exits, stop reading once the pipe is quiet this long, or
+#: after DRAIN_MAX in all: background children may hold it open forever.
+DRAIN_IDLE = 0.2
+DRAIN_MAX = 2.0
+
+BASE_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "TERM": "dumb"}
+
+# The per-call script is one line, so that bash reports errors in the
+# model's command with the command's own line numbers ("bash: line 1: ...")
+# as a plain ``bash -c`` would; the longer parts live in files sourced from
+# the state folder.
+_ONE_LINE = (
+    "__sbx_state=$1 __sbx_cmd=$2 __sbx_save_cwd=$3 __sbx_dir=$4; shift 4; "
+    '. "$__sbx_state/{script}"; eval "$__sbx_cmd"'
+)
+
+_RESTORE = r"""
+if [ -r "$__sbx_state/env" ]; then . "$__sbx_state/env" >/dev/null 2>&1; fi
+if [ -n "$__sbx_dir" ]; then
+  cd -- "$__sbx_dir" || exit 1
+elif [ -r "$__sbx_state/cwd" ]; then
+  __sbx_cwd=$(< "$__sbx_state/cwd")
+  if ! cd -- "$__sbx_cwd" 2>/dev/null; then
+    printf '[The saved working directory %s no longer exists; running in %s.]\n' \
+      "$__sbx_cwd" "$PWD"
+  fi
+fi
+"""
+
+_SAVE = r"""
+__sbx_save() {
+  __sbx_rc=$?
+  trap - EXIT
+  if [ "$__sbx_save_cwd" = 1 ]; then printf '%s' "$PWD" >| "$__sbx_state/cwd"; fi
+  export -n PWD OLDPWD SHLVL _ 2>/dev/null
+  export -p >| "$__sbx_state/env" 2>/dev/null
+  exit "$__sbx_rc"
+}
+trap __sbx_save EXIT
+"""
+
+_SCRIPTS = {"foreground.sh": _RESTORE + _SAVE, "background.sh": _RESTORE}
+
+_QUOTED = re.compile(r"'[^']*'|\"(?:\\.|[^\"\\])*\"")
+_SEPARATORS = re.compile(r"\|\||&&|[;|&\n]")
+_PREFIXES = frozenset({"sudo", "command", "env", "time", "nice", "nohup", "!", "exec"})
+_EXIT_1_NOTES = {
+    "grep": "no matches", "egrep": "no matches", "fgrep": "no matches", "rg": "no matches",
+    "diff": "files differ", "cmp": "files differ",
+    "test": "condition false", "[": "condition false", "[[": "condition false",
+}  # fmt: skip
+
+
+def last_program(command: str) -> str:
+    """The program whose status a command line most likely returns.
+
+    A heuristic: the first word of the last simple command, past variable
+    assignments and wrappers such as ``sudo``.
+    """
+    segments = [s for s in _SEPARATORS.split(_QUOTED.sub("''", command)) if s.strip()]
+    if not segments:
+        return ""
+    try:
+        words = shlex.split(segments[-1])
+    except ValueError:
+        words = segments[-1].split()
+    for word in words:
+        if "=" in word.split("/")[0] or word in _PREFIXES:
+            continue
+        return os.path.basename(word)
+    return ""
+
+
+def _check_timeout(timeout: int) -> None:
+    if timeout < MIN_TIMEOUT_MS:
+        guess = timeout * 1000
+        hint = f" Did you mean timeout={guess}?" if 0 < guess <= MAX_TIMEOUT_MS else ""
+        raise ToolError(
+            f"timeout {timeout} is too small: timeout is in milliseconds, from "
+            f"{MIN_TIMEOUT_MS} to {MAX_TIMEOUT_MS}.{hint}"
+        )
+    if timeout > MAX_TIMEOUT_MS:
+        raise ToolError(
+            f"timeout {timeout} is too large: the maximum is {MAX_TIMEOUT_MS} ms (10 minutes). "
+            f"For longer commands use run_in_background=true and check the job's log."
+        )
+
+
+class Shell:
+    """The bash state of one instance: saved cwd/env, call counter, jobs."""
+
+    def __init__(self, workdir: str, state_dir: str) -> None:
+        self.workdir = workdir
+        self.state = os.path.join(state_dir, "bash")
+        self.logs = os.path.join(state_dir, "logs")
+        self._prepare()
+        self.env = dict(os.environ)
+        self.env.update(BASE_ENV)
+        self._lock = FifoLock()
+        self._calls = itertools.count(1)
+        self._job_ids = itertools.count(1)
+        self._jobs: dict[int, subprocess.Popen[bytes]] = {}
+        self._jobs_lock = threading.Lock()
+
+    def _prepare(self) -> None:
+        """(Re)create the state folders and scripts; a command may have removed them."""
+        os.makedirs(self.logs, exist_ok=True)
+        os.makedirs(self.state, exist_ok=True)
+        for name, script in _SCRIPTS.items():
+            path = os.path.join(self.state, name)
+            if not os.path.exists(path):
+                with open(path, "w", encoding="utf-8") as fh:
+                    fh.write(script)
+
+    def _argv(self, script: str, command: str, save_cwd: bool, directory: str) -> list[str]:
+        one_line = _ONE_LINE.format(script=script)
+        return ["bash", "-c", one_line, "bash", self.state, command, "1" if save_cwd else "0",
+                directory]  # fmt: skip
+
+    def run(self, raw: dict[str, object], cancel: threading.Event) -> ToolResult:
+        args = parse(SPEC, raw)
+        command = get_str(args, "command")
+        if not command.strip():
+            raise ToolError('command is empty. Give a shell command to run, e.g. "ls -la".')
+        timeout = get_int(args, "timeout")
+        _check_timeout(timeout)
+        directory = ""
+        raw_dir = get_opt_str(args, "workdir")
+        if raw_dir:
+            directory = resolve(self.workdir, raw_dir, "workdir")
+            if not os.path.isdir(directory):
+                if os.path.exists(directory):
+                    raise ToolError(
+                        f"workdir {display(self.workdir, directory)} is a file, not a folder."
+                    )
+                raise ToolError(
+                    not_found(
+                        self.workdir,
+                        directory,
+                        "workdir",
+                        "Create it first (mkdir -p), or run without workdir.",
+                    )
+                )
+        with self._lock.held():
+            self._reap()
+            self._prepare()
+            if get_bool(args, "run_in_background"):
+                return self._background(command, directory, get_opt_str(args, "description"))
+            return self._foreground(command, directory, timeout, cancel)
+
+    def _foreground(
+        self, command: str, directory: str, timeout_ms: int, cancel: threading.Event
+    ) -> ToolResult:
+        log_path = os.path.join(self.logs, f"bash-{next(self._calls)}.log")
+        started = time.monotonic()
+        deadline = started + timeout_ms / 1000
+        cleaner = Cleaner()
+        with open(log_path, "wb") as log:
+            capture = Capture(log, LOG_CAP_BYTES)
+            proc = subprocess.Popen(
+                self._argv("foreground.sh", command, not directory, directory),
+                cwd=self.workdir,
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+            assert proc.stdout is not None
+            fd = proc.stdout.fileno()
+            timed_out = cancelled = eof = False
+            kill_at: float | None = None
+            exited_at: float | None = None
+            last_data = started
+            try:
+                while True:
+                    now = time.monotonic()
+                    running = proc.poll() is None
+                    if kill_at is None and running and (now > deadline or cancel.is_set()):
+                        timed_out, cancelled = not cancel.is_set(), cancel.is_set()
+                        _signal_group(proc.pid, signal.SIGTERM)
+                        kill_at = now + KILL_GRACE
+                    elif kill_at is not None and running and now > kill_at:
+                        _signal_group(proc.pid, signal.SIGKILL)
+                        kill_at = float("inf")
+                    if not running:
+                        exited_at = exited_at or now
+                        # Background children may hold the pipe open forever.
+                        if eof or now - last_data > DRAIN_IDLE or now - exited_at > DRAIN_MAX:
+                            break
+                    if eof:
+                        # The shell closed its output but runs on: keep
+                        # enforcing the timeout while waiting for it.
+                        with contextlib.suppress(subprocess.TimeoutExpired):
+                            proc.wait(0.05)
+                        continue
+                    ready, _, _ = select.select([fd], [], [], 0.05)
+                    if not ready:
+                        continue
+                    chunk = os.read(fd, 1 << 16)
+                    if not chunk:
+                        eof = True
+                        continue
+                    last_data = time.monotonic()
+                    capture.add(cleaner.feed(chunk))
+            finally:
+                proc.stdout.close()
+                if proc.poll() is None:
+                    _signal_group(proc.pid, signal.SIGKILL)
+                proc.wait()
+            capture.add(cleaner.feed(b"", final=True))
+        duration_ms = int((time.monotonic() - started) * 1000)
+        code = proc.returncode
+        if code < 0:
+            code = 128 - code
+        if timed_out:
+            code = 124
+        note = ""
+        if code == 1 and not (timed_out or cancelled):
+            note = _EXIT_1_NOTES.get(last_program(command), "")
+        lines = ["", f"Exit code: {code}" + (f" ({note})" if note else "")]
+        if timed_out:
+            lines.append(
+                f"[Timed out after {timeout_ms} ms: the command was stopped (SIGTERM, then "
+                f"SIGKILL). Re-run with a larger timeout (up to {MAX_TIMEOUT_MS}), or with "
+                f"run_in_background=true and check its log.]"
+            )
+        if cancelled:
+            lines.append("[Cancelled: the caller stopped waiting and the command was stopped.]")
+        shown_log = display(self.workdir, log_path)
+        capped = " (the first 64 MiB)" if capture.log_full else ""
+        notice = (
+            f"[Output truncated: {capture.total_chars} characters, shown as the first 20% "
+            f"and the last 80%. The full output{capped} is saved in {shown_log}: read it "
+            f"with read or grep instead of re-running the command.]"
+        )
+        # The exit line and notices count towards the 30,000-character cap too.
+        room = MAX_TEXT_CHARS - len("\n".join(lines)) - 1
+        text, truncated = capture.render(room)
+        if truncated:
+            text, _ = capture.render(room - len(notice) - 1)
+            lines.append(notice)
+        else:
+            os.unlink(log_path)
+        lines.insert(0, text or "(no output)")
+        return ToolResult(
+            "\n".join(lines),
+            (code != 0 and not note) or timed_out or cancelled,
+            {
+                "exit_code": code,
+                "timed_out": timed_out,
+                "cancelled": cancelled,
+                "duration_ms": duration_ms,
+                "truncated": truncated,
+                "log_path": shown_log if truncated else None,
+                "background": False,
+                "job_id": None,
+                "pid": None,
+            },
+        )
+
+    def _background(self, command: str, directory: str, description: str | None) -> ToolResult:
+        job_id = next(self._job_ids)
+        log_path = os.path.join(self.logs, f"job-{job_id}.log")
+        started = time.monotonic()
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen(
+                self._argv("background.sh", command, False, directory),
+                cwd=self.workdir,
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        with self._jobs_lock:
+            self._jobs[job_id] = proc
+        shown_log = display(self.workdir, log_path)
+        what = description or command
+        if len(what) > 80:
+            what = what[:77] + "..."
+        text = (
+            f"Started background job {job_id} (pid {proc.pid}): {what}\n"
+            f"Its output goes to {shown_log}; check it with read or bash "
+            f"(tail -n 50 {shlex.quote(shown_log)}). Stop it with bash: kill {proc.pid} "
+            f"(or kill -- -{proc.pid} for its whole process group)."
+        )
+        return ToolResult(
+            text,
+            False,
+            {
+                "exit_code": None,
+                "timed_out": False,
+                "cancelled": False,
+                "duration_ms": int((time.monotonic() - started) * 1000),
+                "truncated": False,
+                "log_path": shown_log,
+                "background": True,
+                "job_id": job_id,
+                "pid": proc.pid,
+            },
+        )
+
+    def _reap(self) -> None:
+        """Collect finished background jobs so they do not linger as zombies."""
+        with self._jobs_lock:
+            for job_id, proc in list(self._jobs.items()):
+                if proc.poll() is not None:
+                    del self._jobs[job_id]
+
+    def close(self) -> None:
+        with self._jobs_lock:
+            jobs = list(self._jobs.values())
+            self._jobs.clear()
+        for proc in jobs:
+            _signal_group(proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + KILL_GRACE
+        for proc in jobs:
+            try:
+                proc.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                _signal_group(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)

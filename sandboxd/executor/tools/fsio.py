@@ -1,0 +1,70 @@
+"""File-system primitives for the writing tools: atomic replace, errno texts."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import stat
+import tempfile
+from functools import cache
+
+
+@cache
+def umask() -> int:
+    # os.umask can only be read by setting it, which races with other
+    # threads creating files; Linux exposes it read-only in /proc.
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    old = os.umask(0o022)
+    os.umask(old)
+    return old
+
+
+def atomic_write(path: str, data: bytes) -> None:
+    """Replace ``path`` with ``data`` via a temporary file in the same folder.
+
+    Readers see the old or the new content, never a mix. An existing file
+    keeps its mode; a new one gets the usual ``0666 & ~umask``.
+    """
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except FileNotFoundError:
+        mode = 0o666 & ~umask()
+    directory, name = os.path.split(path)
+    fd, tmp = tempfile.mkstemp(prefix="." + name[:64] + ".", suffix=".sandboxd-tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def make_parents(path: str) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+
+
+_REASONS = {
+    errno.EROFS: "the file system is read-only",
+    errno.ENOSPC: "the file system is full (no space left on device)",
+    errno.EDQUOT: "the disk quota is exhausted",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "operation not permitted",
+    errno.ENOTDIR: "a part of the path is a file, not a folder",
+    errno.EISDIR: "the path is a folder",
+    errno.ENAMETOOLONG: "the file name is too long",
+    errno.ELOOP: "too many levels of symbolic links",
+}
+
+
+def reason(exc: OSError) -> str:
+    return _REASONS.get(exc.errno or 0, exc.strerror or str(exc))

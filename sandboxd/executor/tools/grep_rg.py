@@ -1,0 +1,128 @@
+"""grep engine: ripgrep with ``--json``, for exact structured results.
+
+Everything ripgrep would pick up from its surroundings is switched off
+(config file, .ignore/.rgignore, global and .git/info excludes) so that it
+sees the same files as the Python engine; ``type`` arrives as globs from the
+shared table.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import select
+import subprocess
+import threading
+from collections.abc import Callable, Iterator
+
+from .grep_model import FileHits, Hit, InvalidPattern, Query, SearchStopped
+from .paths import display
+
+
+def _text(obj: dict[str, object]) -> str:
+    if "text" in obj:
+        return str(obj["text"])
+    raw = base64.b64decode(str(obj.get("bytes", "")))
+    return raw.decode("utf-8", errors="replace")
+
+
+def command(rg: str, q: Query) -> list[str]:
+    cmd = [
+        rg, "--json", "--no-config", "--hidden", "--no-require-git", "--no-ignore-dot",
+        "--no-ignore-exclude", "--no-ignore-global", "--no-messages", "--crlf",
+        "--sort", "path", "-g", "!.git",
+    ]  # fmt: skip
+    if q.ignore_case:
+        cmd.append("-i")
+    if q.multiline:
+        cmd += ["-U", "--multiline-dotall"]
+    if q.literal:
+        cmd.append("-F")
+    if q.files_only:
+        cmd += ["-m", "1"]
+    else:
+        cmd += ["-B", str(q.before), "-A", str(q.after)]
+    if q.glob:
+        cmd += ["-g", q.glob]
+    if q.type_globs:
+        for pattern in q.type_globs:
+            cmd += ["--type-add", f"sandboxd:{pattern}"]
+        cmd += ["-t", "sandboxd"]
+    cmd += ["-e", q.pattern]
+    if q.root != q.workdir:
+        cmd += ["--", display(q.workdir, q.root)]
+    return cmd
+
+
+def _lines(proc: subprocess.Popen[bytes], stop: Callable[[], bool]) -> Iterator[bytes]:
+    """stdout lines, checking ``stop`` while ripgrep is quiet."""
+    assert proc.stdout is not None
+    fd = proc.stdout.fileno()
+    pending = b""
+    while True:
+        if stop():
+            raise SearchStopped
+        ready, _, _ = select.select([fd], [], [], 0.05)
+        if not ready:
+            continue
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            if pending:
+                yield pending
+            return
+        pending += chunk
+        *complete, pending = pending.split(b"\n")
+        yield from complete
+
+
+def search(rg: str, q: Query, stop: Callable[[], bool]) -> Iterator[FileHits]:
+    proc = subprocess.Popen(
+        command(rg, q),
+        cwd=q.workdir,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    errors: list[bytes] = []
+    assert proc.stderr is not None
+    stderr = proc.stderr
+    drain = threading.Thread(target=lambda: errors.append(stderr.read(1 << 16)), daemon=True)
+    drain.start()
+    try:
+        current: dict[int, Hit] = {}
+        binary = False
+        for line in _lines(proc, stop):
+            if not line.strip():
+                continue
+            message = json.loads(line)
+            kind, data = message.get("type"), message.get("data", {})
+            if kind == "begin":
+                current, binary = {}, False
+            elif kind in ("match", "context"):
+                number = int(data["line_number"])
+                text = _text(data["lines"])
+                if text.endswith("\n"):
+                    text = text[:-1]
+                for offset, part in enumerate(text.split("\n")):
+                    hit = Hit(number + offset, part.removesuffix("\r"), kind == "match")
+                    known = current.get(hit.number)
+                    if known is None or (hit.is_match and not known.is_match):
+                        current[hit.number] = hit
+            elif kind == "end":
+                binary = data.get("binary_offset") is not None and not q.root_is_file
+                path = os.path.normpath(os.path.join(q.workdir, _text(data["path"])))
+                if current and not binary:
+                    yield FileHits(display(q.workdir, path), [current[k] for k in sorted(current)])
+                current = {}
+        proc.wait()
+        drain.join(1)
+        message_text = b"".join(errors).decode("utf-8", errors="replace").strip()
+        if proc.returncode == 2 and message_text:
+            raise InvalidPattern(message_text)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()

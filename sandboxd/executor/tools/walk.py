@@ -1,0 +1,104 @@
+"""Depth-first walk of a folder in ripgrep's ``--sort path`` order.
+
+Skips ``.git``, honours ``.gitignore`` (see ``gitignore``), never follows
+symlinked folders (no loops), and can also report what .gitignore hid so
+glob can say how many matches it did not show.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from . import gitignore
+
+
+@dataclass(frozen=True)
+class Entry:
+    path: str  # absolute
+    rel: str  # relative to the walk's root, "/"-separated
+    name: str
+    is_symlink: bool
+    ignored: bool
+
+
+class WalkStopped(Exception):
+    """The caller's stop check fired (cancelled, or past its deadline)."""
+
+
+def _sorted_entries(folder: str) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(folder) as it:
+            entries = list(it)
+    except OSError:
+        return []  # unreadable folders are skipped, as ripgrep does
+    entries.sort(key=lambda e: os.fsencode(e.name))
+    return entries
+
+
+class Walk:
+    """Iterate the non-folder entries below ``root``.
+
+    With ``include_ignored`` the entries .gitignore hides are yielded too
+    (flagged), up to ``max_ignored`` of them; past that, ignored folders are
+    no longer entered and ``ignored_incomplete`` is set. ``descend_ignored``
+    False yields ignored files but never enters an ignored folder.
+    """
+
+    def __init__(
+        self,
+        root: str,
+        *,
+        respect_ignore: bool = True,
+        include_ignored: bool = False,
+        max_ignored: int = 50_000,
+        stop: Callable[[], bool] | None = None,
+        descend_ignored: bool = True,
+    ) -> None:
+        self.root = root
+        self.respect_ignore = respect_ignore
+        self.include_ignored = include_ignored
+        self.budget = max_ignored
+        self.stop = stop
+        self.descend_ignored = descend_ignored
+        self.ignored_incomplete = False
+
+    def __iter__(self) -> Iterator[Entry]:
+        ignores = gitignore.ancestors(self.root) if self.respect_ignore else ()
+        return self._visit(self.root, "", ignores, False)
+
+    def _visit(
+        self, folder: str, rel: str, ignores: tuple[gitignore.IgnoreFile, ...], hidden: bool
+    ) -> Iterator[Entry]:
+        if self.stop is not None and self.stop():
+            raise WalkStopped
+        if self.respect_ignore and not hidden:
+            own = gitignore.load(folder)
+            if own is not None:
+                ignores = (*ignores, own)
+        for entry in _sorted_entries(folder):
+            if entry.name == ".git":
+                continue
+            path = os.path.join(folder, entry.name)
+            try:
+                is_link = entry.is_symlink()
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                continue
+            ignored = hidden or (
+                self.respect_ignore and gitignore.is_ignored(ignores, path, is_dir)
+            )
+            if ignored:
+                if not self.include_ignored:
+                    continue
+                if self.budget <= 0:
+                    self.ignored_incomplete = True
+                    continue
+                self.budget -= 1
+            if is_dir:
+                if ignored and not self.descend_ignored:
+                    continue
+                yield from self._visit(path, rel + entry.name + "/", ignores, ignored)
+            else:
+                yield Entry(path, rel + entry.name, entry.name, is_link, ignored)
