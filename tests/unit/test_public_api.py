@@ -66,7 +66,7 @@ def test_runtime_client_all_is_pinned() -> None:
         "WriteFileResult",
         "define_tool",
         "format_transcript",
-            "to_anthropic_tools",
+        "to_anthropic_tools",
         "to_openai_chat_tools",
         "to_openai_responses_tools",
     ]
