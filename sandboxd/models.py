@@ -31,7 +31,8 @@ class FileType(enum.StrEnum):
 
 @dataclass(frozen=True)
 class SandboxOptions:
-    """What a caller asks for. Zero / empty / None means "the daemon's default"."""
+    """What a caller asks for. Zero / empty / None means "the daemon's default";
+    a create of an existing id compares only what the caller set."""
 
     image: str = ""
     env: Mapping[str, str] = field(default_factory=dict)
@@ -39,10 +40,11 @@ class SandboxOptions:
     memory_bytes: int = 0
     cpus: float = 0.0
     pids_limit: int = 0
-    network: bool = False
+    network: bool | None = None
     runtime: Runtime | None = None
     labels: Mapping[str, str] = field(default_factory=dict)
     idle_ttl_seconds: int = 0
+    disable_read_guard: bool | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "env", _frozen_map(self.env))
@@ -60,6 +62,7 @@ class SandboxOptions:
             "runtime": self.runtime.value if self.runtime else None,
             "labels": dict(self.labels),
             "idle_ttl_seconds": self.idle_ttl_seconds,
+            "disable_read_guard": self.disable_read_guard,
         }
 
     @classmethod
@@ -72,15 +75,20 @@ class SandboxOptions:
             memory_bytes=int(_as_number(data.get("memory_bytes", 0))),
             cpus=float(_as_number(data.get("cpus", 0.0))),
             pids_limit=int(_as_number(data.get("pids_limit", 0))),
-            network=bool(data.get("network", False)),
+            network=_as_flag(data.get("network")),
             runtime=Runtime(str(runtime)) if runtime else None,
             labels={str(k): str(v) for k, v in _as_mapping(data.get("labels")).items()},
             idle_ttl_seconds=int(_as_number(data.get("idle_ttl_seconds", 0))),
+            disable_read_guard=_as_flag(data.get("disable_read_guard")),
         )
 
 
 def _as_mapping(value: object) -> Mapping[object, object]:
     return value if isinstance(value, Mapping) else {}
+
+
+def _as_flag(value: object) -> bool | None:
+    return None if value is None else bool(value)
 
 
 def _as_number(value: object) -> float:

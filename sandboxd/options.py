@@ -48,6 +48,8 @@ def effective(requested: SandboxOptions, settings: Settings) -> SandboxOptions:
         cpus=requested.cpus or settings.cpus,
         pids_limit=requested.pids_limit or settings.pids_limit,
         runtime=requested.runtime or Runtime.RUNC,
+        network=bool(requested.network),
+        disable_read_guard=bool(requested.disable_read_guard),
         idle_ttl_seconds=requested.idle_ttl_seconds or settings.idle_ttl_seconds,
     )
 
@@ -61,13 +63,14 @@ def check_same(instance_id: str, requested: SandboxOptions, existing: SandboxOpt
     differing = []
     for field in dataclasses.fields(SandboxOptions):
         wanted = getattr(requested, field.name)
-        unset = wanted in ("", 0, 0.0, None, False) or (hasattr(wanted, "keys") and not wanted)
+        # Flags are tri-state (None: unset), so an explicit False is compared.
+        unset = wanted is None or (
+            not isinstance(wanted, bool) and (wanted in ("", 0, 0.0) or not wanted)
+        )
         if field.name == "workdir" and wanted:
             wanted = posixpath.normpath(wanted)
         if not unset and wanted != getattr(existing, field.name):
             differing.append(field.name)
-    if requested.network != existing.network and "network" not in differing:
-        differing.append("network")
     if differing:
         raise AlreadyExists(
             f"sandbox {instance_id!r} already exists with different {', '.join(differing)}; "

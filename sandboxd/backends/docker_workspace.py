@@ -153,6 +153,7 @@ class DockerWorkspace:
             "workdir": self._options.workdir or "/workspace",
             "max_payload_bytes": self._settings.max_payload_bytes,
             "max_output_bytes": self._settings.max_output_bytes,
+            "read_guard": not self._options.disable_read_guard,
         }
 
     async def _connect(self) -> ExecutorChannel:

@@ -185,6 +185,7 @@ class LocalBackend:
             base_env=None,
             max_payload_bytes=self.settings.max_payload_bytes,
             max_output_bytes=self.settings.max_output_bytes,
+            read_guard=not options.disable_read_guard,
         )
         executor.base_env.update(options.env)
         workspace = self._workspaces.setdefault(instance_id, LocalWorkspace(instance_id, executor))

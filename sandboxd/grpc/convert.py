@@ -54,6 +54,7 @@ def options_to_pb(options: SandboxOptions) -> pb.SandboxOptions:
         runtime=_RUNTIME_TO_PB[options.runtime],
         labels=dict(options.labels),
         idle_ttl_seconds=options.idle_ttl_seconds,
+        disable_read_guard=options.disable_read_guard,
     )
 
 
@@ -65,10 +66,13 @@ def options_from_pb(message: pb.SandboxOptions) -> SandboxOptions:
         memory_bytes=message.memory_bytes,
         cpus=message.cpus,
         pids_limit=message.pids_limit,
-        network=message.network,
+        network=message.network if message.HasField("network") else None,
         runtime=_RUNTIME_FROM_PB.get(message.runtime),
         labels=dict(message.labels),
         idle_ttl_seconds=message.idle_ttl_seconds,
+        disable_read_guard=(
+            message.disable_read_guard if message.HasField("disable_read_guard") else None
+        ),
     )
 
 

@@ -30,7 +30,7 @@ FILE_TYPE_SYMLINK: FileType
 FILE_TYPE_OTHER: FileType
 
 class SandboxOptions(_message.Message):
-    __slots__ = ("image", "env", "workdir", "memory_bytes", "cpus", "pids_limit", "network", "runtime", "labels", "idle_ttl_seconds")
+    __slots__ = ("image", "env", "workdir", "memory_bytes", "cpus", "pids_limit", "network", "runtime", "labels", "idle_ttl_seconds", "disable_read_guard")
     class EnvEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -55,6 +55,7 @@ class SandboxOptions(_message.Message):
     RUNTIME_FIELD_NUMBER: _ClassVar[int]
     LABELS_FIELD_NUMBER: _ClassVar[int]
     IDLE_TTL_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    DISABLE_READ_GUARD_FIELD_NUMBER: _ClassVar[int]
     image: str
     env: _containers.ScalarMap[str, str]
     workdir: str
@@ -65,7 +66,8 @@ class SandboxOptions(_message.Message):
     runtime: Runtime
     labels: _containers.ScalarMap[str, str]
     idle_ttl_seconds: int
-    def __init__(self, image: _Optional[str] = ..., env: _Optional[_Mapping[str, str]] = ..., workdir: _Optional[str] = ..., memory_bytes: _Optional[int] = ..., cpus: _Optional[float] = ..., pids_limit: _Optional[int] = ..., network: _Optional[bool] = ..., runtime: _Optional[_Union[Runtime, str]] = ..., labels: _Optional[_Mapping[str, str]] = ..., idle_ttl_seconds: _Optional[int] = ...) -> None: ...
+    disable_read_guard: bool
+    def __init__(self, image: _Optional[str] = ..., env: _Optional[_Mapping[str, str]] = ..., workdir: _Optional[str] = ..., memory_bytes: _Optional[int] = ..., cpus: _Optional[float] = ..., pids_limit: _Optional[int] = ..., network: _Optional[bool] = ..., runtime: _Optional[_Union[Runtime, str]] = ..., labels: _Optional[_Mapping[str, str]] = ..., idle_ttl_seconds: _Optional[int] = ..., disable_read_guard: _Optional[bool] = ...) -> None: ...
 
 class SandboxInfo(_message.Message):
     __slots__ = ("instance_id", "state", "container_id", "volume", "options", "created_at_ms")

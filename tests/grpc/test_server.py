@@ -12,6 +12,7 @@ import pytest
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from runtime_client import (
+    AlreadyExists,
     ExecExit,
     ExecOutput,
     FileType,
@@ -128,3 +129,24 @@ async def test_tool_call_id_makes_retries_safe(factory: GrpcSandboxFactory) -> N
         await box.call_tool("bash", {"command": "echo other"}, tool_call_id="t-1")
     with pytest.raises(InvalidArgument, match="tool_call_id must be 1-256"):
         await box.call_tool("bash", {"command": "true"}, tool_call_id="x" * 300)
+
+
+async def test_read_guard_is_on_by_default_and_an_option_turns_it_off(
+    factory: GrpcSandboxFactory,
+) -> None:
+    guarded = await factory.create_sandbox("guarded")
+    await guarded.exec("echo old > f.txt")
+    refused = await guarded.write("f.txt", "new")
+    assert refused.is_error and refused.text.startswith("Error: ")
+    assert (await guarded.read_file("f.txt")).data == b"old\n"
+
+    await factory.transport.create_sandbox("free", SandboxOptions(disable_read_guard=True))
+    free = await factory.create_sandbox("free")
+    await free.exec("echo old > f.txt")
+    written = await free.write("f.txt", "new")
+    assert not written.is_error, written.text
+    assert (await free.read_file("f.txt")).data == b"new"
+    # Unset flags match anything; an explicit, different value does not.
+    await factory.transport.create_sandbox("free")
+    with pytest.raises(AlreadyExists, match="different disable_read_guard"):
+        await factory.transport.create_sandbox("free", SandboxOptions(disable_read_guard=False))

@@ -71,6 +71,13 @@ def test_same_id_with_default_options_is_idempotent() -> None:
     check_same("a", SandboxOptions(memory_bytes=64 << 20), existing)
 
 
+def test_explicit_false_flag_differs_from_an_existing_true() -> None:
+    existing = effective(SandboxOptions(network=True), Settings())
+    check_same("a", SandboxOptions(), existing)
+    with pytest.raises(AlreadyExists, match="different network"):
+        check_same("a", SandboxOptions(network=False), existing)
+
+
 def test_same_id_with_different_options_names_the_fields() -> None:
     existing = effective(SandboxOptions(), Settings())
     with pytest.raises(AlreadyExists, match="different memory_bytes, network"):

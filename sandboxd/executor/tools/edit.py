@@ -52,6 +52,9 @@ _MAX_SNIPPET_LINES = 60
 # Snippet lines are cut shorter than read's 2000 characters so that 60 of
 # them always fit in the 30,000-character cap with room for the header.
 _SNIPPET_LINE_CHARS = 400
+# Fuzzy line search for the not-found hint is skipped on larger files: the
+# hint is a courtesy and must not make an error slow.
+_MAX_FUZZY_LINES = 5000
 _LINE_PREFIX = re.compile(r"^\s*\d+(\t|→)")
 
 
@@ -87,19 +90,50 @@ def _snippet(lines: list[str], regions: list[tuple[int, int]]) -> str:
     return "\n".join(out)
 
 
+def _candidates(lines: list[str], wanted: list[str]) -> list[int]:
+    """Window starts worth scoring: where most of old_string's lines occur.
+
+    Scoring every window with difflib is quadratic and far too slow for a
+    large file; exact (stripped) line hits, or failing that the lines most
+    like old_string's first line, find the few places worth a full ratio.
+    """
+    n = len(wanted)
+    want = {line.strip() for line in wanted if line.strip()}
+    hits = [1 if line.strip() in want else 0 for line in lines]
+    scores: list[tuple[int, int]] = []
+    window = sum(hits[:n])
+    for i in range(max(1, len(lines) - n + 1)):
+        if i:
+            window += (hits[i + n - 1] if i + n - 1 < len(lines) else 0) - hits[i - 1]
+        if window:
+            scores.append((-window, i))
+    if scores:
+        return [i for _, i in sorted(scores)[:50]]
+    if len(lines) > _MAX_FUZZY_LINES:
+        return []
+    stripped = [line.strip() for line in lines]
+    found: list[int] = []
+    body = [k for k, line in enumerate(wanted) if line.strip()]
+    for k in {body[0], body[-1]} if body else ():
+        close = set(difflib.get_close_matches(wanted[k].strip(), stripped, n=3, cutoff=0.6))
+        found += [max(0, i - k) for i, line in enumerate(stripped) if line in close]
+    return found[:10]
+
+
 def _similar_region(text: str, old: str) -> str:
     """The window of the file most like ``old_string``, as a cat -n excerpt."""
     lines = text.split("\n")
     wanted = old.replace("\r\n", "\n").strip("\n")
-    n = wanted.count("\n") + 1
-    if len(lines) > 20_000 or n > 200 or not wanted.strip():
+    if not wanted.strip():
         return ""
+    wanted_lines = wanted.split("\n")
+    n = len(wanted_lines)
     best, best_at = 0.0, -1
     matcher = difflib.SequenceMatcher(autojunk=False)
     matcher.set_seq2(wanted)
-    for i in range(0, max(1, len(lines) - n + 1)):
+    for i in _candidates(lines, wanted_lines):
         matcher.set_seq1("\n".join(lines[i : i + n]))
-        if matcher.real_quick_ratio() <= best or matcher.quick_ratio() <= best:
+        if matcher.quick_ratio() <= best:
             continue
         ratio = matcher.ratio()
         if ratio > best:
