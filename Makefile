@@ -11,7 +11,7 @@ PROTO  := proto/sandboxd/v1/sandbox.proto
 IMAGE  ?= sandboxd-workspace:latest
 PYTEST_ARGS ?=
 
-.PHONY: help venv proto engine image run test lint typecheck unit fmt clean bench
+.PHONY: help venv proto engine image host-tools run test lint typecheck unit fmt clean fuzz bench
 
 help:
 	@echo "make run    set everything up, then serve sandboxd in the foreground"
@@ -58,8 +58,17 @@ fmt: venv
 unit: venv
 	$(PY) -m pytest -m "unit or grpc" $(PYTEST_ARGS)
 
-test: venv image lint typecheck
+host-tools:
+	@scripts/ensure-host-tools.sh
+
+test: venv image host-tools lint typecheck
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# Property-based fuzzing of every RPC (fuzz/, tests/fuzz): FUZZ_CALLS generated
+# calls against an in-process server on the local backend; `make test` runs 500.
+FUZZ_CALLS ?= 10500
+fuzz: venv
+	SANDBOXD_FUZZ_CALLS=$(FUZZ_CALLS) $(PY) -m pytest tests/fuzz $(PYTEST_ARGS)
 
 bench: venv image
 	$(PY) -m bench.run $(BENCH_ARGS)

@@ -245,6 +245,11 @@ case(
               text="     2\tb\n\n[Showing lines 2-2 of 3. Use offset=3 to read more.]"),
 )  # fmt: skip
 case(
+    "read_tabs_and_trailing_spaces_kept",
+    write("t.txt", "\tindented  \n"),
+    call=Step("read", {"file_path": "t.txt"}, text="     1\t\tindented  "),
+)
+case(
     "read_absolute_path",
     write("a.txt", "abs\n"),
     call=Step("read", {"file_path": "{cwd}/a.txt"}, text="     1\tabs"),
@@ -1084,6 +1089,11 @@ case(
     write("notes.md", "foo\n"),
     call=Step("grep", {"pattern": "foo", "type": "md"}, text="notes.md"),
 )  # fmt: skip
+case(
+    "grep_type_alias",
+    *_GREP_FILES,
+    call=Step("grep", {"pattern": "foo", "type": "python", "path": "src"}, text="src/d.py"),
+)
 case(
     "grep_unknown_type",
     call=Step("grep", {"pattern": "foo", "type": "klingon"}, is_error=True,

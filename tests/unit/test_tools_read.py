@@ -16,7 +16,6 @@ from sandboxd.errors import InvalidArgument
 from sandboxd.executor.tools import TOOL_NAMES, ToolSession
 from sandboxd.executor.tools import read as read_module
 from sandboxd.executor.tools import write as write_module
-from sandboxd.executor.tools.write import MAX_WRITE_BYTES
 
 
 @pytest.fixture
@@ -73,9 +72,12 @@ def test_large_file_read_state_is_hashed_in_background(tools: ToolSession) -> No
 
 
 def test_write_over_size_limit(tools: ToolSession) -> None:
-    result = tools.run("write", {"file_path": "huge.txt", "content": "x" * (MAX_WRITE_BYTES + 1)})
-    assert result["is_error"] and str(result["text"]).startswith(
-        f"Error: content is {MAX_WRITE_BYTES + 1} bytes, over the limit"
+    tools.context.max_write_bytes = 1000
+    result = tools.run("write", {"file_path": "huge.txt", "content": "x" * 1001})
+    assert result["text"] == (
+        "Error: content is 1001 bytes, over the limit of 1000 bytes. Nothing was written. "
+        "Write the file in parts (write, then bash 'cat part2 >> file'), or generate it "
+        "with bash."
     )
     assert not (Path(tools.workdir) / "huge.txt").exists()
 

@@ -7,13 +7,21 @@ backend, so every backend gives byte-identical text.
 
 Modules, one job each::
 
-    session    ToolSession: per-instance state and dispatch
-    args       aliases, coercion, unknown keys      result   the result shape
-    paths      resolve/display paths, similar names text     BOM/CRLF, cat -n
-    fsio       atomic writes, errno texts           locks    FIFO locks
-    readstate  the read-before-write guard          context  what a tool sees
-    read write edit (+ matching) bash (+ output) grep (+ grep_rg, grep_py)
+    session     ToolSession: per-instance state, dispatch, the 30,000 cap
+    context     what a tool call sees of its session
+    result      the result shape (text, is_error, fields) and ToolError
+    args        aliases, coercion, unknown keys, range checks
+    paths       resolve/display paths, "similar names", folder listings
+    text        BOM/CRLF round trips, line counts, cat -n
+    fsio        atomic replace, errno texts
+    locks       FIFO locks (per path for write/edit, per session for bash)
+    readstate   the read-before-write guard (content hashes, short diffs)
+    read, write, edit (+ matching: the five match levels)
+    bash (+ output: ANSI/CR cleaning, bounded head/tail capture)
+    grep (+ grep_model, grep_rg, grep_py, grep_types)
     glob (+ globpat, gitignore, walk)
+
+Each tool module's docstring lists the structured fields it returns.
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from .locks import PathLocks
 from .readstate import ReadState
+from .text import MAX_TEXT_BYTES
 
 
 @dataclass
@@ -18,3 +19,5 @@ class Context:
     grep_time_limit: float = 30.0
     #: "rg" or "python" to force a grep engine; None decides per call.
     grep_engine: str | None = None
+    #: Largest file write/edit may produce (reported in the error).
+    max_write_bytes: int = MAX_TEXT_BYTES

@@ -167,7 +167,7 @@ def _not_found(text: str, old: str, disp: str) -> ToolError:
 def _create(ctx: Context, path: str, target: str, new: str) -> ToolResult:
     disp = display(ctx.workdir, path)
     data = new.encode("utf-8", errors="replace")
-    check_size(len(data), "new_string")
+    check_size(ctx, len(data), "new_string")
     write_bytes(ctx, path, target, data)
     lines = count_lines(new)
     return ok(
@@ -266,7 +266,7 @@ def run(ctx: Context, raw: dict[str, object]) -> ToolResult:
         pieces.append(text[pos:])
         new_text = "".join(pieces)
         out = encode(new_text, bom=decoded.bom, crlf=decoded.crlf)
-        check_size(len(out), "the edited file")
+        check_size(ctx, len(out), "the edited file")
         write_bytes(ctx, path, target, out)
     first_lines = [str(first) for first, _ in regions]
     if len(regions) == 1:

@@ -26,6 +26,8 @@ from .result import MAX_TEXT_CHARS, ToolError, ToolResult, ok
 from .text import fit, plural
 from .walk import Walk, WalkStopped
 
+_MAX_IGNORED_WALK = 10_000
+
 SPEC = ToolSpec(
     "glob",
     (
@@ -85,7 +87,15 @@ def run(ctx: Context, raw: dict[str, object], cancel: threading.Event) -> ToolRe
         ) from None
     anchored = anchored or "/" in pattern
     no_ignore = get_bool(args, "no_ignore")
-    walker = Walk(root, respect_ignore=not no_ignore, include_ignored=True, stop=cancel.is_set)
+    # Ignored folders (node_modules...) are walked only so far: enough to
+    # count what .gitignore hid, without paying for all of it on every call.
+    walker = Walk(
+        root,
+        respect_ignore=not no_ignore,
+        include_ignored=True,
+        max_ignored=_MAX_IGNORED_WALK,
+        stop=cancel.is_set,
+    )
     found: list[tuple[int, str]] = []
     ignored = 0
     try:

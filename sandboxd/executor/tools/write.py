@@ -28,8 +28,6 @@ SPEC = ToolSpec(
     {"path": "file_path", "file_text": "content"},
 )
 
-MAX_WRITE_BYTES = MAX_TEXT_BYTES
-
 
 def _count_lines_streamed(path: str) -> int:
     count = 0
@@ -41,11 +39,17 @@ def _count_lines_streamed(path: str) -> int:
     return count + (0 if last == b"\n" else 1)
 
 
-def check_size(size: int, what: str) -> None:
-    if size > MAX_WRITE_BYTES:
+def _mib(size: int) -> str:
+    mib = 1024 * 1024
+    return f" ({size // mib} MiB)" if size % mib == 0 else ""
+
+
+def check_size(ctx: Context, size: int, what: str) -> None:
+    limit = ctx.max_write_bytes
+    if size > limit:
         raise ToolError(
-            f"{what} is {size} bytes, over the limit of {MAX_WRITE_BYTES} bytes "
-            f"({MAX_WRITE_BYTES // (1024 * 1024)} MiB). Nothing was written. Write the file in "
+            f"{what} is {size} bytes, over the limit of {limit} bytes{_mib(limit)}. Nothing "
+            f"was written. Write the file in "
             f"parts (write, then bash 'cat part2 >> file'), or generate it with bash."
         )
 
@@ -71,7 +75,7 @@ def run(ctx: Context, raw: dict[str, object]) -> ToolResult:
     path = resolve(ctx.workdir, get_str(args, "file_path"))
     disp = display(ctx.workdir, path)
     content = get_str(args, "content")
-    check_size(len(content.encode("utf-8", errors="replace")), "content")
+    check_size(ctx, len(content.encode("utf-8", errors="replace")), "content")
     # Writing through a symlink replaces its target, not the link.
     target = os.path.realpath(path)
     with ctx.path_locks.held(target):
@@ -109,7 +113,7 @@ def run(ctx: Context, raw: dict[str, object]) -> ToolResult:
             else:
                 previous = _count_lines_streamed(target)
                 data = content.encode("utf-8", errors="replace")
-            check_size(len(data), "content")
+            check_size(ctx, len(data), "content")
         write_bytes(ctx, path, target, data)
     lines = count_lines(content)
     size_text = f"{plural(lines, 'line')}, {plural(len(data), 'byte')}"
