@@ -267,7 +267,7 @@ def tool_response_to_pb(response_type: type[R], result: SandboxToolResult) -> R:
         if field.name in ("text", "is_error") or value is None:
             continue
         try:
-            if field.label == field.LABEL_REPEATED:
+            if field.is_repeated:
                 getattr(message, field.name).extend(value)
             else:
                 setattr(message, field.name, value)

@@ -174,6 +174,36 @@ CASES: list[tuple[str, Callable[[Any], Awaitable[Any]], grpc.StatusCode, str]] =
         "invalid key",
     ),
     (
+        "unknown tool",
+        lambda s: s.CallTool(
+            pb.CallToolRequest(instance_id="box", name="rm_rf", arguments_json="{}")
+        ),
+        INVALID,
+        "unknown tool 'rm_rf'; the tools are read, write, edit, bash, grep, glob",
+    ),
+    (
+        "tool arguments not JSON",
+        lambda s: s.CallTool(
+            pb.CallToolRequest(instance_id="box", name="read", arguments_json="{")
+        ),
+        INVALID,
+        "arguments_json is not valid JSON",
+    ),
+    (
+        "tool arguments not an object",
+        lambda s: s.CallTool(
+            pb.CallToolRequest(instance_id="box", name="read", arguments_json="[1]")
+        ),
+        INVALID,
+        "arguments_json must be a JSON object",
+    ),
+    (
+        "tool on unknown instance",
+        lambda s: s.Read(pb.ReadRequest(instance_id="ghost", file_path="f")),
+        NOT_FOUND,
+        "no sandbox with instance id 'ghost'",
+    ),
+    (
         "remove workspace root",
         lambda s: s.Remove(pb.RemoveRequest(instance_id="box", path=".", recursive=True)),
         INVALID,

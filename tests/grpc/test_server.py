@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import stat
 from pathlib import Path
 
@@ -22,6 +23,8 @@ from runtime_client import (
     SandboxOptions,
 )
 from sandboxd.grpc.server import Server
+from sandboxd.v1 import sandbox_pb2 as pb
+from sandboxd.v1 import sandbox_pb2_grpc as pb_grpc
 from tests.helpers import Daemon, health_status
 
 pytestmark = [pytest.mark.grpc, pytest.mark.anyio]
@@ -150,3 +153,68 @@ async def test_read_guard_is_on_by_default_and_an_option_turns_it_off(
     await factory.transport.create_sandbox("free")
     with pytest.raises(AlreadyExists, match="different disable_read_guard"):
         await factory.transport.create_sandbox("free", SandboxOptions(disable_read_guard=False))
+
+
+async def test_model_mistakes_are_results_not_statuses(server: Server) -> None:
+    """Bad tool arguments are the model's to fix: is_error results, never a status."""
+    async with grpc.aio.insecure_channel(f"unix://{server.settings.socket}") as channel:
+        stub = pb_grpc.SandboxServiceStub(channel)
+        await stub.CreateSandbox(pb.CreateSandboxRequest(instance_id="m"))
+        short = await stub.Bash(pb.BashRequest(instance_id="m", command="true", timeout=500))
+        assert short.is_error and "milliseconds" in short.text
+        unknown = await stub.CallTool(
+            pb.CallToolRequest(instance_id="m", name="read", arguments_json='{"file": "x"}')
+        )
+        assert unknown.is_error and "Valid parameters: file_path, offset, limit" in unknown.text
+        wrong_type = await stub.CallTool(
+            pb.CallToolRequest(instance_id="m", name="read", arguments_json='{"file_path": 5}')
+        )
+        assert wrong_type.is_error and wrong_type.text.startswith("Error: ")
+        negative = await stub.Read(pb.ReadRequest(instance_id="m", file_path="f", limit=-1))
+        assert negative.is_error
+        regex = await stub.Grep(pb.GrepRequest(instance_id="m", pattern="a(b"))
+        assert regex.is_error and "literal=true" in regex.text
+        braces = await stub.Glob(pb.GlobRequest(instance_id="m", pattern="{a,b"))
+        assert braces.is_error and braces.text.startswith("Error: ")
+        typed = await stub.Write(pb.WriteRequest(instance_id="m", file_path="d/n.txt", content=""))
+        assert not typed.is_error and typed.created and typed.bytes == 0
+        fields = json.loads(
+            (
+                await stub.CallTool(
+                    pb.CallToolRequest(
+                        instance_id="m", name="read", arguments_json='{"path": "d/n.txt"}'
+                    )
+                )
+            ).fields_json
+        )
+        assert fields["path"] == "d/n.txt"
+
+
+async def test_typed_tool_rpcs_carry_the_structured_fields(server: Server) -> None:
+    async with grpc.aio.insecure_channel(f"unix://{server.settings.socket}") as channel:
+        stub = pb_grpc.SandboxServiceStub(channel)
+        await stub.CreateSandbox(pb.CreateSandboxRequest(instance_id="typed"))
+        written = await stub.Write(
+            pb.WriteRequest(instance_id="typed", file_path="src/a.py", content="x = 1\ny = 2\n")
+        )
+        assert (written.created, written.lines, written.bytes) == (True, 2, 12)
+        read = await stub.Read(pb.ReadRequest(instance_id="typed", file_path="src/a.py", limit=1))
+        assert read.text == "     1\tx = 1\n\n[Showing lines 1-1 of 2. Use offset=2 to read more.]"
+        assert (read.start_line, read.end_line, read.total_lines, read.next_offset) == (1, 1, 2, 2)
+        assert read.HasField("next_offset") and read.truncated
+        edited = await stub.Edit(
+            pb.EditRequest(
+                instance_id="typed", file_path="src/a.py", old_string="y = 2", new_string="y = 3"
+            )
+        )
+        assert (edited.replacements, list(edited.lines), edited.match_level) == (1, [2], "exact")
+        ran = await stub.Bash(pb.BashRequest(instance_id="typed", command="exit 3"))
+        assert ran.is_error and ran.exit_code == 3 and ran.text.endswith("Exit code: 3")
+        grep = await stub.Grep(
+            pb.GrepRequest(instance_id="typed", pattern="y = 3", output_mode="content")
+        )
+        assert grep.text == "src/a.py:2:y = 3" and grep.matches == 1 and grep.mode == "content"
+        found = await stub.Glob(pb.GlobRequest(instance_id="typed", pattern="*.py"))
+        assert list(found.files) == ["src/a.py"] and found.total == 1
+        nothing = await stub.Grep(pb.GrepRequest(instance_id="typed", pattern="zzz"))
+        assert not nothing.is_error and nothing.text.startswith("No matches found")
