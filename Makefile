@@ -10,6 +10,7 @@ STAMP  := $(VENV)/.installed
 PROTO  := proto/sandboxd/v1/sandbox.proto
 IMAGE  ?= sandboxd-workspace:latest
 PYTEST_ARGS ?=
+SIDECAR_IMAGE ?= sandboxd:latest
 
 .PHONY: help venv proto engine image host-tools run test lint typecheck unit fmt clean fuzz bench
 
@@ -18,6 +19,7 @@ help:
 	@echo "make test   set everything up, then lint, type-check and run every test tier"
 	@echo "make image  build the workspace image ($(IMAGE)) if it is out of date"
 	@echo "make proto  regenerate sandboxd/v1/*_pb2*.py from $(PROTO)"
+	@echo "make sidecar-image  build sandboxd itself as a container image ($(SIDECAR_IMAGE))"
 	@echo "make bench  benchmark sandboxd vs raw docker exec vs in-process (BENCH_ARGS=--quick|--profile)"
 
 $(STAMP): pyproject.toml
@@ -45,11 +47,11 @@ run: venv image
 	exec $(PY) -m sandboxd serve
 
 lint: venv
-	$(VENV)/bin/ruff check sandboxd runtime_client tests examples
-	$(VENV)/bin/ruff format --check sandboxd runtime_client tests examples
+	$(VENV)/bin/ruff check sandboxd runtime_client tests examples fuzz
+	$(VENV)/bin/ruff format --check sandboxd runtime_client tests examples fuzz
 
 typecheck: venv
-	$(VENV)/bin/mypy sandboxd runtime_client examples
+	$(VENV)/bin/mypy sandboxd runtime_client examples fuzz
 
 fmt: venv
 	$(VENV)/bin/ruff format sandboxd runtime_client tests examples
@@ -66,9 +68,15 @@ test: venv image host-tools lint typecheck
 
 # Property-based fuzzing of every RPC (fuzz/, tests/fuzz): FUZZ_CALLS generated
 # calls against an in-process server on the local backend; `make test` runs 500.
-FUZZ_CALLS ?= 10500
+FUZZ_CALLS ?= 11000
 fuzz: venv
 	SANDBOXD_FUZZ_CALLS=$(FUZZ_CALLS) $(PY) -m pytest tests/fuzz $(PYTEST_ARGS)
+
+# sandboxd in a container (deploy/compose.yaml, deploy/k8s/pod.yaml); rebuilt
+# only when its context (Dockerfile, pyproject, sandboxd/, runtime_client/, examples/) changes.
+.PHONY: sidecar-image
+sidecar-image: image
+	@images/sandboxd/build.sh $(SIDECAR_IMAGE)
 
 bench: venv image
 	$(PY) -m bench.run $(BENCH_ARGS)

@@ -111,6 +111,11 @@ class GrpcTransport:
         await self.stub.DeleteSandbox(pb.DeleteSandboxRequest(instance_id=instance_id))
 
     @mapped
+    async def restart_sandbox(self, instance_id: str) -> SandboxInfo:
+        reply = await self.stub.RestartSandbox(pb.RestartSandboxRequest(instance_id=instance_id))
+        return convert.info_from_pb(reply.sandbox)
+
+    @mapped
     async def read_file(
         self, instance_id: str, path: str, offset: int = 0, length: int | None = None
     ) -> ReadFileResult:
@@ -190,8 +195,13 @@ class GrpcTransport:
         call = self.stub.ExecStream(
             pb.ExecStreamRequest(exec=convert.exec_request_to_pb(instance_id, request))
         )
-        async for message in call:
-            yield convert.exec_event_from_pb(message)
+        try:
+            async for message in call:
+                yield convert.exec_event_from_pb(message)
+        finally:
+            # A consumer that stops early must end the RPC, or the daemon keeps
+            # the command running (and, by backpressure, its workspace waiting).
+            call.cancel()
 
     @mapped
     async def call_tool(

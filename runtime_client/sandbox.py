@@ -36,6 +36,14 @@ class Sandbox:
     async def info(self) -> SandboxInfo:
         return await self._transport.get_sandbox(self.instance_id)
 
+    async def restart(self) -> SandboxInfo:
+        """Stop every process and start the workspace afresh; files stay.
+
+        The way out of a wedged sandbox (all pids taken, a stuck executor).
+        The shell's saved cwd/env, the read state and call records start empty.
+        """
+        return await self._transport.restart_sandbox(self.instance_id)
+
     async def delete(self) -> None:
         """Remove the workspace and its files for good."""
         await self._transport.delete_sandbox(self.instance_id)

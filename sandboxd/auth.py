@@ -83,7 +83,7 @@ class Authenticator:
         scheme, _, presented = header.partition(" ")
         if scheme.lower() != "bearer" or not presented:
             raise Unauthenticated(
-                "this TCP listener needs an `authorization: Bearer <token>` header"
+                "this listener needs an `authorization: Bearer <token>` header"
             )
         candidate = presented.strip().encode()
         match: Scope | None = None

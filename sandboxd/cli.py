@@ -1,4 +1,4 @@
-"""``sandboxd`` command line: ``sandboxd serve``."""
+"""``sandboxd`` command line: ``sandboxd serve`` and ``sandboxd mcp``."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import sys
 import time
 from typing import Any
@@ -15,6 +16,7 @@ from pydantic import ValidationError
 from sandboxd import __version__
 from sandboxd.config import Settings
 from sandboxd.errors import SandboxdError
+from sandboxd.observability.calls import log_fields
 
 
 class _JsonFormatter(logging.Formatter):
@@ -25,6 +27,7 @@ class _JsonFormatter(logging.Formatter):
             "logger": record.name,
             "msg": record.getMessage(),
         }
+        entry.update(log_fields(record))  # instance id, tool call id, access-log fields
         if record.exc_info:
             entry["exc"] = self.formatException(record.exc_info)
         return json.dumps(entry)
@@ -41,11 +44,60 @@ def _parser() -> argparse.ArgumentParser:
         serve.add_argument(
             f"--{name.replace('_', '-')}", dest=name, default=None, help=field.description
         )
+    _add_mcp_parser(commands)
     return parser
+
+
+def _add_mcp_parser(commands: Any) -> None:
+    mcp = commands.add_parser(
+        "mcp", help="serve one instance's six tools over MCP (a client of a running sandboxd)"
+    )
+    mcp.add_argument(
+        "--target",
+        default=os.environ.get("SANDBOXD_TARGET", "unix:///run/sandboxd/sandboxd.sock"),
+        help="sandboxd gRPC target (env SANDBOXD_TARGET)",
+    )
+    mcp.add_argument(
+        "--token", default=os.environ.get("SANDBOXD_TOKEN"), help="bearer token for TCP targets"
+    )
+    mcp.add_argument(
+        "--instance",
+        required=True,
+        help="instance id whose workspace the tools use (created if missing)",
+    )
+    mcp.add_argument("--transport", choices=("stdio", "http"), default="stdio")
+    mcp.add_argument("--host", default="127.0.0.1", help="HTTP transport: address to bind")
+    mcp.add_argument("--port", type=int, default=8765, help="HTTP transport: port (path /mcp)")
+
+
+def _mcp(args: argparse.Namespace) -> int:
+    # stdout is the protocol channel under stdio: logs go to stderr only.
+    logging.basicConfig(level="WARNING", stream=sys.stderr)
+    from sandboxd.mcp_bridge import run_bridge
+
+    try:
+        asyncio.run(
+            run_bridge(
+                args.target,
+                args.instance,
+                token=args.token,
+                transport=args.transport,
+                host=args.host,
+                port=args.port,
+            )
+        )
+    except SandboxdError as exc:
+        print(f"sandboxd mcp: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        pass
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "mcp":
+        return _mcp(args)
     overrides = {k: v for k, v in vars(args).items() if k != "command" and v is not None}
     try:
         settings = Settings(**overrides)

@@ -19,6 +19,11 @@ class Settings(BaseSettings):
         Path("/run/sandboxd/sandboxd.sock"), description="unix socket to serve on (mode 0600)"
     )
     tcp: str | None = Field(None, description="optional TCP address, e.g. 127.0.0.1:50051")
+    http: str | None = Field(
+        None,
+        description="optional HTTP/JSON API and /metrics address, e.g. 127.0.0.1:8080 "
+        "(needs tokens like TCP)",
+    )
     token: SecretStr | None = Field(
         None, description="a bearer token with full scope for the TCP listener (never logged)"
     )
@@ -68,3 +73,6 @@ class Settings(BaseSettings):
         30.0, ge=0, description="on SIGTERM, how long in-flight calls may finish"
     )
     log_level: str = Field("INFO", description="logging level")
+    access_log: bool = Field(
+        False, description="one INFO line per call (otherwise DEBUG: high call rates flood INFO)"
+    )

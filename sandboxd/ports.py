@@ -45,6 +45,10 @@ class WorkspaceBackend(Protocol):
 
     async def delete(self, instance_id: str) -> None: ...
 
+    async def restart(self, instance_id: str) -> SandboxInfo:
+        """Stop every process of the workspace and start it afresh; files stay."""
+        ...
+
     async def workspace(self, instance_id: str) -> Workspace:
         """The live workspace for an id, started or re-attached as needed."""
         ...

@@ -82,6 +82,11 @@ class SandboxService:
         current_scope().check(instance_id)
         await self.backend.delete(instance_id)
 
+    async def restart_sandbox(self, instance_id: str) -> SandboxInfo:
+        validation.instance_id(instance_id)
+        current_scope().check(instance_id)
+        return await self.backend.restart(instance_id)
+
     async def get_status(self) -> ServerStatus:
         return ServerStatus(
             version=__version__,

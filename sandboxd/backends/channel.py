@@ -22,6 +22,11 @@ from sandboxd.executor import wire
 log = logging.getLogger(__name__)
 
 _MAX_ERROR_MESSAGE = 8192
+_DECODE_INLINE_LIMIT = 1 << 20
+#: Events buffered per stream before the channel waits for the consumer.
+STREAM_BUFFER = 64
+#: Malformed frames tolerated on one channel before it is dropped.
+MAX_BAD_FRAMES = 100
 
 
 class ByteSource(Protocol):
@@ -40,7 +45,18 @@ class ByteSink(Protocol):
 
 class _Stream:
     def __init__(self) -> None:
-        self.queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        self.queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue(maxsize=STREAM_BUFFER)
+
+    def abandon(self) -> None:
+        # The consumer is gone: free the reader if it waits to put an event.
+        while not self.queue.empty():
+            self.queue.get_nowait()
+
+    def fail(self, error: SandboxdError) -> None:
+        # The stream is dead: make room for the error so the consumer sees it.
+        while self.queue.full():
+            self.queue.get_nowait()
+        self.queue.put_nowait(("err", error))
 
 
 class ExecutorChannel:
@@ -53,6 +69,7 @@ class ExecutorChannel:
         self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self._streams: dict[int, _Stream] = {}
         self._failure: SandboxdError | None = None
+        self._bad_frames = 0
         self._reader = asyncio.create_task(self._read_loop(), name=f"channel-{name}")
 
     @property
@@ -106,6 +123,7 @@ class ExecutorChannel:
                     raise value
         finally:
             self._streams.pop(request_id, None)
+            stream.abandon()
             if not finished:
                 await self._cancel(request_id)
 
@@ -145,14 +163,14 @@ class ExecutorChannel:
                     if not discarding:
                         buffer += chunk[start:newline]
                         if len(buffer) <= self._max_line:
-                            self._dispatch(bytes(buffer))
+                            await self._dispatch(bytes(buffer))
                     buffer.clear()
                     discarding = False
                     start = newline + 1
                 if not discarding:
                     buffer += chunk[start:]
                     if len(buffer) > self._max_line:
-                        log.warning("workspace %s: dropped an oversize frame", self.name)
+                        self._bad_frame("an oversize frame")
                         buffer.clear()
                         discarding = True
         except Exception as exc:  # the channel must end cleanly, whatever happened
@@ -171,11 +189,31 @@ class ExecutorChannel:
             if not future.done():
                 future.set_exception(SandboxUnavailable(error.message))
         for stream in self._streams.values():
-            stream.queue.put_nowait(("err", SandboxUnavailable(error.message)))
+            stream.fail(SandboxUnavailable(error.message))
 
-    def _dispatch(self, line: bytes) -> None:
+    def _bad_frame(self, what: str) -> None:
+        self._bad_frames += 1
+        # Logged sparsely: a flood of bad frames must not become a flood of log
+        # lines on the event loop every other workspace shares.
+        if self._bad_frames <= 5 or self._bad_frames % 1000 == 0:
+            log.warning("workspace %s: dropped %s (%d so far)", self.name, what, self._bad_frames)
+        if self._bad_frames > MAX_BAD_FRAMES:
+            self._fail(
+                SandboxUnavailable(
+                    f"workspace {self.name}: the executor sent {self._bad_frames} malformed "
+                    "frames; the channel was dropped and will be re-established"
+                )
+            )
+            self._reader.cancel()
+
+    async def _dispatch(self, line: bytes) -> None:
         try:
-            message = wire.decode(line)
+            if len(line) > _DECODE_INLINE_LIMIT:
+                # A multi-megabyte reply is parsed off the event loop so it
+                # cannot stall the calls of every other workspace.
+                message = await asyncio.to_thread(wire.decode, line)
+            else:
+                message = wire.decode(line)
             request_id = message.get("id")
             if not isinstance(request_id, int):
                 raise ValueError("frame without an integer id")
@@ -189,11 +227,13 @@ class ExecutorChannel:
             else:
                 raise ValueError("frame without ok, err or ev")
         except (ValueError, SandboxdError) as exc:
-            log.warning("workspace %s: dropped a bad frame: %s", self.name, exc)
+            self._bad_frame(f"a bad frame ({exc})")
             return
         stream = self._streams.get(request_id)
         if stream is not None:
-            stream.queue.put_nowait((kind, value))
+            # Waits when the consumer is slow: backpressure up to the executor
+            # (this workspace's other calls wait too; other workspaces do not).
+            await stream.queue.put((kind, value))
             return
         future = self._pending.get(request_id)
         if future is None or future.done() or kind == "ev":

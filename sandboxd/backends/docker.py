@@ -19,6 +19,7 @@ from typing import Any
 import anyio
 import docker
 import docker.errors
+import requests
 from docker.models.containers import Container
 from docker.types import LogConfig, Mount
 
@@ -44,7 +45,8 @@ async def _thread(func: Any, *args: Any, **kwargs: Any) -> Any:
         raise
     except docker.errors.APIError as exc:
         raise SandboxUnavailable(f"Docker engine error: {exc.explanation or exc}") from exc
-    except docker.errors.DockerException as exc:
+    except (docker.errors.DockerException, requests.exceptions.RequestException, OSError) as exc:
+        # docker-py lets connection failures through as requests/OS errors.
         raise SandboxUnavailable(f"Docker engine unreachable: {exc}") from exc
 
 
@@ -257,12 +259,19 @@ class DockerBackend:
                 # EOF the first time a daemon lets go of the attach stream.
                 detach=True,
                 tty=False,
-                init=True,
+                # Our bootstrap is PID 1 (see executor.bundle): docker's init would
+                # hold the channel's pipes open, dumpable, as the sandbox user.
+                init=False,
                 network_mode="bridge" if options.network else "none",
                 cap_drop=["ALL"],
                 security_opt=["no-new-privileges"],
                 read_only=True,
-                tmpfs={"/tmp": f"rw,nosuid,nodev,size={self.settings.tmp_bytes},mode=1777"},
+                tmpfs={
+                    "/tmp": f"rw,nosuid,nodev,size={self.settings.tmp_bytes},mode=1777",
+                    # The executor's state and full bash logs, apart from /tmp.
+                    "/run/sandboxd": f"rw,nosuid,nodev,size={self.settings.tmp_bytes},"
+                    "uid=1000,gid=1000,mode=0700",
+                },
                 mounts=[Mount(target=WORKSPACE_MOUNT, source=name, type="volume")],
                 mem_limit=options.memory_bytes,
                 memswap_limit=options.memory_bytes,
@@ -326,6 +335,11 @@ class DockerBackend:
                 await workspace.disconnect()
             if not await self._remove_container_and_volume(self._name(instance_id)):
                 raise unknown_instance(instance_id)
+
+    async def restart(self, instance_id: str) -> SandboxInfo:
+        workspace = await self.workspace(instance_id)
+        await workspace.restart()
+        return _info(instance_id, workspace.container)
 
     async def _remove_container_and_volume(self, name: str) -> bool:
         def remove() -> bool:

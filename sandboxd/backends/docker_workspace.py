@@ -26,6 +26,7 @@ from sandboxd.errors import SandboxdError, SandboxUnavailable
 from sandboxd.executor.bundle import bundle_id, bundle_payload
 from sandboxd.executor.wire import PROTOCOL_VERSION
 from sandboxd.models import SandboxOptions
+from sandboxd.observability import metrics
 
 log = logging.getLogger(__name__)
 
@@ -132,6 +133,18 @@ class DockerWorkspace:
                 await self._channel.close()
                 self._channel = None
 
+    async def restart(self) -> None:
+        async with self._connecting:
+            if self._channel is not None:
+                await self._channel.close()
+                self._channel = None
+            with contextlib.suppress(docker.errors.NotFound, SandboxdError):
+                await self._run(self._container.kill)
+            with contextlib.suppress(docker.errors.NotFound, SandboxdError):
+                await self._run(self._container.wait, timeout=30)
+            self._channel = await self._connect()
+            self.parked = False
+
     async def ensure_running(self) -> ExecutorChannel:
         channel = self._channel
         if channel is not None and not channel.closed:
@@ -179,8 +192,11 @@ class DockerWorkspace:
         channel = await self._attach()
         try:
             await self._run(self._container.start)
+            metrics.container_started()
             await channel.send_raw(bundle_payload())
             if await self._handshake(channel, self._settings.start_timeout_s):
+                # Refresh the cached state ("created" -> "running") for SandboxInfo.
+                await self._run(self._container.reload)
                 return channel
         except BaseException:
             await channel.close()

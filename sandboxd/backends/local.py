@@ -162,6 +162,17 @@ class LocalBackend:
                 workspace.executor.close()
             await anyio.to_thread.run_sync(self._remove_files, instance_id)
 
+    async def restart(self, instance_id: str) -> SandboxInfo:
+        async with self._locks.setdefault(instance_id, asyncio.Lock()):
+            info = await self.get(instance_id)
+            workspace = self._workspaces.pop(instance_id, None)
+            if workspace is not None:
+                # Stops background jobs; a fresh executor starts on the next call.
+                await anyio.to_thread.run_sync(workspace.executor.close)
+            state = self.root / _META / "state" / instance_id
+            await anyio.to_thread.run_sync(lambda: shutil.rmtree(state, ignore_errors=True))
+            return info
+
     def _remove_files(self, instance_id: str) -> None:
         shutil.rmtree(self.root / instance_id, ignore_errors=True)
         shutil.rmtree(self.root / _META / "state" / instance_id, ignore_errors=True)

@@ -1,10 +1,12 @@
 """Ship the executor into a container over its stdin.
 
 The container's command is a few lines of bootstrap (``bootstrap_command``)
-that read one length-prefixed JSON bundle of module sources from stdin and
-import the executor from memory. So any image with ``python3`` works, nothing
-is written to the read-only root, and the executor always matches the daemon
-that started it (the bundle id tells a re-attaching daemon whether it does).
+that, as PID 1, fork a minimal init (reaps orphans, forwards signals, holds
+no channel fd) and in the child read one length-prefixed JSON bundle of
+module sources from stdin and import the executor from memory. So any image
+with ``python3`` works, nothing is written to the read-only root, and the
+executor always matches the daemon that started it (the bundle id tells a
+re-attaching daemon whether it does).
 """
 
 from __future__ import annotations
@@ -16,7 +18,29 @@ from pathlib import Path
 
 # The bootstrap runs as ``python3 -I -c``. It must stay tiny and stdlib-only.
 _BOOTSTRAP = """\
-import sys, json, hashlib, importlib.abc, importlib.util
+import sys, os, json, hashlib, ctypes, signal, importlib.abc, importlib.util
+# Not dumpable, before anything else: no process of the sandbox user may open
+# this process's (or, after the fork, the executor's) stdio through /proc.
+ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)
+if os.getpid() == 1:
+    executor = os.fork()
+    if executor:
+        # PID 1: reap orphans and pass signals on; it holds no channel fd, so
+        # /proc/1/fd leads nowhere. The container lives as long as the executor.
+        os.close(0)
+        os.close(1)
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, lambda number, frame: os.kill(executor, number))
+        while True:
+            try:
+                pid, status = os.wait()
+            except ChildProcessError:
+                os._exit(0)
+            except InterruptedError:
+                continue
+            if pid == executor:
+                code = os.waitstatus_to_exitcode(status)
+                os._exit(code if code >= 0 else 128 - code)
 r = sys.stdin.buffer
 blob = r.read(int(r.readline()))
 mods = json.loads(blob)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import os
 import sys
 import threading
@@ -21,7 +22,9 @@ from sandboxd.executor import wire
 from sandboxd.executor.dispatch import Executor
 from sandboxd.executor.wire import from_wire, to_wire
 
-STATE_DIR = "/tmp/sandboxd"
+#: A tmpfs of its own (see backends.docker), so a sandbox filling /tmp does
+#: not take the tools' state and logs down with it.
+STATE_DIR = "/run/sandboxd"
 MAX_WORKERS = 256
 _PR_SET_DUMPABLE = 4
 
@@ -37,6 +40,17 @@ def _harden() -> None:
     # the sandbox user cannot open the executor's stdin/stdout and forge frames.
     with contextlib.suppress(Exception):
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+
+
+# Resource errors inside the sandbox are the sandbox's condition, not a bug.
+_OS_ERROR_KINDS = {
+    errno.ENOSPC: "resource_exhausted",
+    errno.EDQUOT: "resource_exhausted",
+    errno.EAGAIN: "resource_exhausted",
+    errno.ENOMEM: "resource_exhausted",
+    errno.EMFILE: "resource_exhausted",
+    errno.ENFILE: "resource_exhausted",
+}
 
 
 class _Server:
@@ -83,7 +97,20 @@ class _Server:
             return
         cancel = threading.Event()
         self.cancels[request_id] = cancel
-        self.pool.submit(self.serve, request_id, op, args, cancel, bool(message.get("stream")))
+        try:
+            self.pool.submit(self.serve, request_id, op, args, cancel, bool(message.get("stream")))
+        except RuntimeError as exc:  # "can't start new thread": the pids limit is reached
+            self.cancels.pop(request_id, None)
+            self.send(
+                {
+                    "id": request_id,
+                    "err": {
+                        "kind": "resource_exhausted",
+                        "message": f"the sandbox is out of processes or threads ({exc}); "
+                        "stop some processes, or restart the sandbox",
+                    },
+                }
+            )
 
     def serve(
         self, request_id: int, op: str, args: dict[str, Any], cancel: threading.Event, stream: bool
@@ -96,6 +123,9 @@ class _Server:
             self.send({"id": request_id, "ok": to_wire(result)})
         except SandboxdError as exc:
             self.send({"id": request_id, "err": {"kind": exc.kind, "message": exc.message}})
+        except OSError as exc:
+            kind = _OS_ERROR_KINDS.get(exc.errno or 0, "internal")
+            self.send({"id": request_id, "err": {"kind": kind, "message": f"{op}: {exc}"}})
         except Exception as exc:  # a bug must not end the loop
             _log(f"{op} failed: {exc!r}")
             self.send({"id": request_id, "err": {"kind": "internal", "message": f"{op}: {exc!r}"}})

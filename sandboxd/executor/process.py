@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sandboxd.errors import InvalidArgument, NotFound, PermissionDenied
+from sandboxd.errors import InvalidArgument, NotFound, PermissionDenied, ResourceExhausted
 
 #: Time between SIGTERM and SIGKILL for a process group that must stop.
 KILL_GRACE_SECONDS = 2.0
@@ -77,6 +77,11 @@ def run(
         raise NotFound(f"program not found: {command[0]}") from exc
     except PermissionError as exc:
         raise PermissionDenied(f"program not executable: {command[0]}") from exc
+    except BlockingIOError as exc:
+        raise ResourceExhausted(
+            "cannot start a process: the sandbox reached its pids limit; stop some processes "
+            "or restart the sandbox"
+        ) from exc
     if stdin:
         threading.Thread(target=_feed, args=(proc, stdin), daemon=True).start()
     captures = {

@@ -15,6 +15,7 @@ import os
 import signal
 import socket
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -26,9 +27,13 @@ from sandboxd.backends.local import LocalBackend
 from sandboxd.config import Settings
 from sandboxd.errors import InvalidArgument, SandboxUnavailable
 from sandboxd.grpc.servicer import SandboxServicer
+from sandboxd.observability import calls
 from sandboxd.ports import WorkspaceBackend
 from sandboxd.service import SandboxService
 from sandboxd.v1 import sandbox_pb2, sandbox_pb2_grpc
+
+if TYPE_CHECKING:
+    from sandboxd.http.server import HttpServer
 
 log = logging.getLogger(__name__)
 
@@ -65,10 +70,13 @@ class Server:
         self.service = SandboxService(self.backend, settings)
         secret = settings.token.get_secret_value() if settings.token else None
         self.authenticator = Authenticator(load_tokens(settings.tokens_file, secret))
-        if settings.tcp and not self.authenticator.enabled:
+        if (settings.tcp or settings.http) and not self.authenticator.enabled:
+            listener = "a TCP" if settings.tcp else "an HTTP"
             raise InvalidArgument(
-                "a TCP listener needs bearer tokens: set SANDBOXD_TOKEN or SANDBOXD_TOKENS_FILE"
+                f"{listener} listener needs bearer tokens: set SANDBOXD_TOKEN or "
+                "SANDBOXD_TOKENS_FILE"
             )
+        calls.configure(access_log_enabled=settings.access_log)
         self.health = health.aio.HealthServicer()
         # Accept messages well past the payload limit so the service can answer
         # an oversize payload with its own message (limit, setting name); only
@@ -88,7 +96,14 @@ class Server:
             (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), self._server
         )
         self.tcp_port: int | None = None
+        self.http_port: int | None = None
+        self._http: HttpServer | None = None
+        self.ready = False  # read by /readyz
         self._stopped = asyncio.Event()
+
+    @property
+    def draining(self) -> bool:
+        return self._stopped.is_set()
 
     async def start(self) -> None:
         await self.backend.start()
@@ -103,8 +118,17 @@ class Server:
         finally:
             os.umask(previous)
         os.chmod(socket_path, 0o600)
+        if self.settings.http:
+            self._http = _http_server(self)
+            try:
+                await self._http.start()
+            except BaseException:
+                await self._server.stop(grace=None)  # nobody will call stop() on a failed start
+                raise
+            self.http_port = self._http.port
         for name in ("", SERVICE_NAME):
             await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
+        self.ready = True
         log.info(
             "sandboxd serving on unix://%s%s (backend %s, namespace %s)",
             socket_path,
@@ -118,8 +142,12 @@ class Server:
         if self._stopped.is_set():
             return
         self._stopped.set()
+        self.ready = False
         await self.health.enter_graceful_shutdown()
+        # HTTP keeps answering (503 to new calls, /readyz not ready) while gRPC drains.
         await self._server.stop(grace=self.settings.drain_seconds)
+        if self._http is not None:
+            await self._http.stop()
         await self.backend.close()
         with contextlib.suppress(FileNotFoundError):
             self.settings.socket.unlink()
@@ -134,3 +162,13 @@ class Server:
         await stop.wait()
         log.info("signal received: draining for up to %.0f s", self.settings.drain_seconds)
         await self.stop()
+
+
+def _http_server(server: Server) -> HttpServer:
+    # Imported here: a daemon without SANDBOXD_HTTP never loads FastAPI.
+    from sandboxd.http import create_app
+    from sandboxd.http.server import HttpServer
+
+    app = create_app(server.service, server.authenticator, server)
+    assert server.settings.http is not None
+    return HttpServer(app, server.settings.http, drain_seconds=server.settings.drain_seconds)

@@ -60,6 +60,13 @@ class SandboxServicer(pb_grpc.SandboxServiceServicer):  # type: ignore[misc]
         return pb.DeleteSandboxResponse(deleted=True)
 
     @unary
+    async def RestartSandbox(
+        self, request: pb.RestartSandboxRequest, context: Context
+    ) -> pb.RestartSandboxResponse:
+        info = await self.service.restart_sandbox(request.instance_id)
+        return pb.RestartSandboxResponse(sandbox=convert.info_to_pb(info))
+
+    @unary
     async def GetStatus(
         self, request: pb.GetStatusRequest, context: Context
     ) -> pb.GetStatusResponse:

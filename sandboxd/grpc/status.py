@@ -18,6 +18,7 @@ import grpc
 
 from sandboxd.auth import Authenticator, enter_scope, leave_scope
 from sandboxd.errors import SandboxdError
+from sandboxd.observability.calls import mark_failed, observe
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +37,7 @@ def status_code(error: SandboxdError) -> grpc.StatusCode:
 
 
 async def _abort(context: grpc.aio.ServicerContext, exc: BaseException) -> None:
+    mark_failed(exc)  # the abort that follows hides the cause from ``observe``
     if isinstance(exc, SandboxdError):
         await context.abort(status_code(exc), exc.message)
     incident = uuid.uuid4().hex[:12]
@@ -65,7 +67,7 @@ def unary(
             await _abort(context, exc)
             raise AssertionError("unreachable") from exc
 
-    return wrapper
+    return _observed_unary(wrapper)
 
 
 def streaming(
@@ -90,7 +92,59 @@ def streaming(
                 raise
             await _abort(context, exc)
 
-    return wrapper
+    return _observed_streaming(wrapper)
+
+
+# ------------------------------------------------------------ metrics and access log
+# Outermost, so that an unauthenticated call is counted too.
+
+
+def _observed_unary(
+    wrapper: Callable[[Self, Request, grpc.aio.ServicerContext], Awaitable[Response]],
+) -> Callable[[Self, Request, grpc.aio.ServicerContext], Awaitable[Response]]:
+    name = wrapper.__name__
+
+    @functools.wraps(wrapper)
+    async def observed(self: Self, request: Request, context: grpc.aio.ServicerContext) -> Response:
+        with observe("grpc", name, **_call_labels(name, request)) as call:
+            response = await wrapper(self, request, context)
+            call.tool_error = bool(call.tool and getattr(response, "is_error", False))
+            return response
+
+    return observed
+
+
+def _observed_streaming(
+    wrapper: Callable[[Self, Request, grpc.aio.ServicerContext], AsyncIterator[Response]],
+) -> Callable[[Self, Request, grpc.aio.ServicerContext], AsyncIterator[Response]]:
+    name = wrapper.__name__
+
+    @functools.wraps(wrapper)
+    async def observed(
+        self: Self, request: Request, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[Response]:
+        with observe("grpc", name, **_call_labels(name, request)):
+            async for item in wrapper(self, request, context):
+                yield item
+
+    return observed
+
+
+_TYPED_TOOLS = frozenset({"Read", "Write", "Edit", "Bash", "Grep", "Glob"})
+
+
+def _call_labels(name: str, request: object) -> dict[str, str]:
+    """What the metrics and the access log say about a request, read defensively:
+    the message may be malformed and must not fail here."""
+    target = getattr(request, "exec", request) if name == "ExecStream" else request
+    tool = name.lower() if name in _TYPED_TOOLS else ""
+    if name == "CallTool":
+        tool = str(getattr(request, "name", ""))[:32]
+    return {
+        "instance_id": str(getattr(target, "instance_id", "")),
+        "tool": tool,
+        "tool_call_id": str(getattr(request, "tool_call_id", "")),
+    }
 
 
 def _is_abort(exc: BaseException) -> bool:

@@ -132,6 +132,18 @@ class ListSandboxesResponse(_message.Message):
     sandboxes: _containers.RepeatedCompositeFieldContainer[SandboxInfo]
     def __init__(self, sandboxes: _Optional[_Iterable[_Union[SandboxInfo, _Mapping]]] = ...) -> None: ...
 
+class RestartSandboxRequest(_message.Message):
+    __slots__ = ("instance_id",)
+    INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    instance_id: str
+    def __init__(self, instance_id: _Optional[str] = ...) -> None: ...
+
+class RestartSandboxResponse(_message.Message):
+    __slots__ = ("sandbox",)
+    SANDBOX_FIELD_NUMBER: _ClassVar[int]
+    sandbox: SandboxInfo
+    def __init__(self, sandbox: _Optional[_Union[SandboxInfo, _Mapping]] = ...) -> None: ...
+
 class DeleteSandboxRequest(_message.Message):
     __slots__ = ("instance_id",)
     INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]

@@ -54,6 +54,11 @@ class SandboxServiceStub:
                 request_serializer=sandboxd_dot_v1_dot_sandbox__pb2.DeleteSandboxRequest.SerializeToString,
                 response_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.DeleteSandboxResponse.FromString,
                 _registered_method=True)
+        self.RestartSandbox = channel.unary_unary(
+                '/sandboxd.v1.SandboxService/RestartSandbox',
+                request_serializer=sandboxd_dot_v1_dot_sandbox__pb2.RestartSandboxRequest.SerializeToString,
+                response_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.RestartSandboxResponse.FromString,
+                _registered_method=True)
         self.GetStatus = channel.unary_unary(
                 '/sandboxd.v1.SandboxService/GetStatus',
                 request_serializer=sandboxd_dot_v1_dot_sandbox__pb2.GetStatusRequest.SerializeToString,
@@ -165,6 +170,15 @@ class SandboxServiceServicer:
 
     def DeleteSandbox(self, request, context):
         """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RestartSandbox(self, request, context):
+        """Stop every process of the workspace and start it afresh: files stay,
+        the shell's saved state, read state and call records start empty. The
+        way out of a wedged sandbox (pids exhausted, executor stuck).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -305,6 +319,11 @@ def add_SandboxServiceServicer_to_server(servicer, server):
                     servicer.DeleteSandbox,
                     request_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.DeleteSandboxRequest.FromString,
                     response_serializer=sandboxd_dot_v1_dot_sandbox__pb2.DeleteSandboxResponse.SerializeToString,
+            ),
+            'RestartSandbox': grpc.unary_unary_rpc_method_handler(
+                    servicer.RestartSandbox,
+                    request_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.RestartSandboxRequest.FromString,
+                    response_serializer=sandboxd_dot_v1_dot_sandbox__pb2.RestartSandboxResponse.SerializeToString,
             ),
             'GetStatus': grpc.unary_unary_rpc_method_handler(
                     servicer.GetStatus,
@@ -500,6 +519,33 @@ class SandboxService:
             '/sandboxd.v1.SandboxService/DeleteSandbox',
             sandboxd_dot_v1_dot_sandbox__pb2.DeleteSandboxRequest.SerializeToString,
             sandboxd_dot_v1_dot_sandbox__pb2.DeleteSandboxResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RestartSandbox(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sandboxd.v1.SandboxService/RestartSandbox',
+            sandboxd_dot_v1_dot_sandbox__pb2.RestartSandboxRequest.SerializeToString,
+            sandboxd_dot_v1_dot_sandbox__pb2.RestartSandboxResponse.FromString,
             options,
             channel_credentials,
             insecure,

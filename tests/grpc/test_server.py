@@ -218,3 +218,20 @@ async def test_typed_tool_rpcs_carry_the_structured_fields(server: Server) -> No
         assert list(found.files) == ["src/a.py"] and found.total == 1
         nothing = await stub.Grep(pb.GrepRequest(instance_id="typed", pattern="zzz"))
         assert not nothing.is_error and nothing.text.startswith("No matches found")
+
+
+async def test_restart_keeps_files_and_ends_every_process(factory: GrpcSandboxFactory) -> None:
+    box = await factory.create_sandbox("restart")
+    await box.write_file("kept.txt", "stays")
+    job = await box.bash("sleep 300", run_in_background=True)
+    pid = job.fields["pid"]
+    await box.bash("cd /tmp && export SAVED=1")
+    info = await box.restart()
+    assert info.instance_id == "restart"
+    assert (await box.read_file("kept.txt")).data == b"stays"
+    gone = await box.exec(f"kill -0 {pid} 2>/dev/null && echo alive || echo gone")
+    assert gone.stdout == b"gone\n"
+    fresh = await box.bash("echo ${SAVED:-unset}")
+    assert fresh.text.startswith("unset")
+    with pytest.raises(NotFound):
+        await factory.transport.restart_sandbox("never-made")

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from sandboxd.backends.channel import ExecutorChannel
+from sandboxd.backends.channel import MAX_BAD_FRAMES, STREAM_BUFFER, ExecutorChannel
 from sandboxd.errors import NotFound, SandboxUnavailable, Timeout
 from sandboxd.executor import wire
 
@@ -148,3 +148,34 @@ async def test_stream_yields_events_then_the_result() -> None:
     peer.reply(wire.encode({"id": request_id, "ok": {"exit_code": 0}}))
     assert await task == [{"stdout": b"hi"}, {"result": {"exit_code": 0}}]
     await channel.close()
+
+
+async def test_a_slow_stream_consumer_holds_the_reader_back_not_memory() -> None:
+    peer = Peer()
+    channel = ExecutorChannel(peer, peer, name="t", max_line=1 << 20)
+    events = channel.stream("exec", {"shell": "yes"})
+    first = asyncio.create_task(events.__anext__())
+    await _wait_for_request(peer)
+    request_id = peer.sent[0]["id"]
+    for _ in range(STREAM_BUFFER + 50):
+        peer.reply(wire.encode({"id": request_id, "ev": {"stdout_b64": wire.b64(b"y")}}))
+    await first
+    await asyncio.sleep(0.05)
+    # The reader stopped at the buffer; the rest waits in the source, unread.
+    assert peer.incoming.qsize() > 0
+    await events.aclose()  # abandoning the stream frees the reader
+    await asyncio.sleep(0.05)
+    assert peer.incoming.qsize() == 0
+    assert peer.sent[-1] == {"op": "cancel", "target": request_id}
+    await channel.close()
+
+
+async def test_too_many_bad_frames_drop_the_channel() -> None:
+    peer = Peer()
+    channel = ExecutorChannel(peer, peer, name="t", max_line=1 << 20)
+    call = asyncio.create_task(channel.call("stat", {"path": "a"}))
+    await _wait_for_request(peer)
+    peer.reply(b"garbage\n" * (MAX_BAD_FRAMES + 1))
+    with pytest.raises(SandboxUnavailable, match="malformed frames"):
+        await call
+    assert channel.closed

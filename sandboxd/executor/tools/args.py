@@ -111,12 +111,29 @@ def _coerce(spec: ToolSpec, param: Param, value: object) -> object:
             f"parameter {name} of {spec.tool} must be a string, "
             f"got {_show(value)} ({json_type(value)})."
         )
+    if "\x00" in value and name not in _MAY_HOLD_NUL:
+        # Paths, patterns and commands become argv or syscall arguments, which
+        # cannot carry NUL; file text can.
+        noun = _NUL_NOUNS.get(name, "argument")
+        raise ToolError(f"{name} contains a NUL byte, which no {noun} can contain. Remove it.")
     if param.choices and value not in param.choices:
         raise ToolError(
             f"parameter {name} of {spec.tool} must be one of "
             f"{', '.join(param.choices)}; got {_show(value)}."
         )
     return value
+
+
+#: String parameters that are file text, where a NUL is just another character.
+_MAY_HOLD_NUL = frozenset({"content", "old_string", "new_string"})
+_NUL_NOUNS = {
+    "file_path": "path",
+    "path": "path",
+    "workdir": "path",
+    "command": "command",
+    "pattern": "pattern",
+    "glob": "glob pattern",
+}
 
 
 def parse(spec: ToolSpec, raw: Mapping[str, object]) -> dict[str, object]:

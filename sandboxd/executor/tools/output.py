@@ -95,8 +95,14 @@ class Capture:
             if len(data) > room:
                 data = data[:room]
                 self.log_full = True
-            self.log.write(data)
-            self.log_bytes += len(data)
+            try:
+                self.log.write(data)
+            except OSError:
+                # A full disk must not cost the model its command's result:
+                # the log just ends here (the notice says it is capped).
+                self.log_full = True
+            else:
+                self.log_bytes += len(data)
         self.total_chars += len(text)
         self.total_newlines += text.count("\n")
         if not self.streaming:

@@ -1,0 +1,215 @@
+"""``python -m bench.run``: every measurement of issue 5 in one run, then the table.
+
+    python -m bench.run             # full run (~5 min on 2 cores)
+    python -m bench.run --quick     # fewer samples, for a smoke test
+    python -m bench.run --profile   # also py-spy the daemon during read and bash loops
+
+Results go to ``bench/results/<timestamp>.json``. Everything the run
+creates (daemon, containers, volumes, scratch folder) is removed at the end,
+on failure, on Ctrl-C and on SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import fixtures as fx
+from bench import scenarios, subjects
+from bench.report import render, write_json
+from bench.resources import Resources, interrupt_on_sigterm
+from bench.stats import Op, Summary, summarize, time_interleaved
+from bench.targets import evaluate
+from runtime_client import GrpcSandboxFactory
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    fast: tuple[int, int] = (20, 200)  # (warm-up, measured) for in-daemon / in-process ops
+    slow: tuple[int, int] = (5, 50)  # grep/glob over a tree, and every raw docker exec
+    lifecycle: int = 8
+    throughput_s: float = 5.0
+    idle_instances: int = 10
+    big: int = 20
+    grep10k: int = 10
+
+    @classmethod
+    def quick(cls) -> Plan:
+        return cls((3, 20), (2, 8), 2, 1.0, 3, 3, 2)
+
+
+def log(message: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def _counts(plan: Plan, subject: str, op: str) -> tuple[int, int]:
+    slow_op = op.startswith(("grep", "glob 1k"))
+    return plan.slow if subject == "raw exec" or slow_op else plan.fast
+
+
+async def per_op(
+    plan: Plan, subject_ops: dict[str, dict[str, Op]]
+) -> dict[str, dict[str, Summary]]:
+    table: dict[str, dict[str, Summary]] = {}
+    for op in subjects.TOOL_OPS:
+        plan_op = {s: (ops[op], *_counts(plan, s, op)) for s, ops in subject_ops.items()}
+        row = table[op] = await time_interleaved(plan_op)
+        log(f"  {op:<15} " + "  ".join(f"{s} p50 {v.p50:.3f} ms" for s, v in row.items()))
+    return table
+
+
+async def bench(res: Resources, plan: Plan, args: argparse.Namespace, stamp: str) -> dict[str, Any]:
+    results: dict[str, Any] = {
+        "meta": {
+            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "host": f"{platform.node()} {platform.machine()} {os.cpu_count()} cpu, "
+            f"python {platform.python_version()}",
+            "docker": res.docker.version().get("Version"),
+            "plan": dataclasses.asdict(plan),
+            "namespace": res.namespace,
+            "loadavg_at_start": os.getloadavg(),
+        }
+    }
+    log(f"starting sandboxd (namespace {res.namespace}, pool size 2)")
+    daemon = res.start_daemon("--pool-size", "2")
+    target = daemon.target
+
+    raw = subjects.RawExecSubject(res.docker, res.labels, f"sandboxd-bench-raw-{res.run_id}")
+    raw.start()
+    floor = subjects.FloorSubject(res.tmp / "floor")
+    async with GrpcSandboxFactory(target) as factory:
+        sandbox = await factory.create_sandbox("ops")
+        sbx = subjects.SandboxdSubject(sandbox)
+        log("laying out the fixtures (1 KiB files, a 1,000-file tree) in all three subjects")
+        await asyncio.gather(sbx.setup(), asyncio.to_thread(_sync, raw.setup), floor.setup())
+
+        log("per-operation latency")
+        results["ops"] = await per_op(
+            plan, {"sandboxd": sbx.ops(), "raw exec": raw.ops(), "floor": floor.ops()}
+        )
+        floor.close()
+
+        if args.profile:
+            from bench import profile
+
+            log("profiling the daemon and executor during read and bash loops (py-spy)")
+            results["profile"] = await profile.run(
+                target,
+                daemon.pid,
+                sandbox,
+                res.docker,
+                f"sandboxd-{res.namespace}-ops",
+                res.tmp,
+                RESULTS / f"profile-{stamp}",
+            )
+
+        log("grep over 10,000 files vs rg in the container")
+        results["grep_10k"] = await scenarios.grep_10k(sandbox, plan.grep10k)
+        # Last in this sandbox: each read of a huge file leaves a background
+        # hash of it running in the executor (the read-state guard).
+        log("first page of a 1 GiB file")
+        results["big_file_first_page"] = await scenarios.first_page_of_1gib(sandbox, plan.big)
+        await sandbox.delete()
+
+    log("lifecycle: bare docker run, cold create, warm-pool create, delete")
+    docker_run = await asyncio.to_thread(
+        scenarios.bare_docker_run, res.docker, res.labels, plan.lifecycle
+    )
+    cold, cold_deletes = await scenarios.create_to_first_command(
+        target, cold=True, n=plan.lifecycle, prefix="cold"
+    )
+    warm, warm_deletes = await scenarios.create_to_first_command(
+        target, cold=False, n=plan.lifecycle, prefix="warm"
+    )
+    deletes = cold_deletes + warm_deletes
+
+    log(f"throughput: 8 sandboxes, {plan.throughput_s:.0f} s per kind")
+    async with GrpcSandboxFactory(target) as factory:
+        boxes = [await factory.create_sandbox(f"tp-{i}") for i in range(8)]
+        for box in boxes:
+            await box.write_file(fx.READ_FILE, fx.KIB_TEXT)
+        read_args = {"file_path": fx.READ_FILE}
+        results["throughput"] = {
+            "file": await scenarios.throughput(
+                boxes, tool="read", args=read_args, callers=4, seconds=plan.throughput_s
+            ),
+            "bash": await scenarios.throughput(
+                boxes, tool="bash", args={"command": "true"}, callers=2, seconds=plan.throughput_s
+            ),
+        }
+        for box in boxes:
+            await box.delete()
+
+    log(f"idle memory: a fresh daemon (no pool), {plan.idle_instances} idle instances")
+    fresh = res.start_daemon("--pool-size", "0", suffix="-mem")
+    memory, idle_deletes = await scenarios.idle_memory(
+        fresh.target, fresh, res.docker, fresh.namespace, count=plan.idle_instances
+    )
+    fresh.stop()
+    results["memory"] = memory
+    deletes += idle_deletes
+    results["lifecycle"] = {
+        "docker_run": docker_run,
+        "cold_create": cold,
+        "warm_create": warm,
+        "delete": summarize(deletes),
+    }
+
+    if args.swerex:
+        from bench import swerex
+
+        log("SWE-ReX peer")
+        results["swerex"] = await asyncio.to_thread(swerex.run, res, plan.fast, plan.slow)
+        for op, summary in results["swerex"].pop("ops", {}).items():
+            results["ops"].setdefault(op, {})["swe-rex"] = summary
+    return results
+
+
+def _sync(func: Any) -> Any:
+    return asyncio.run(func())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="few samples (smoke test)")
+    parser.add_argument("--profile", action="store_true", help="py-spy the daemon's hot path")
+    parser.add_argument(
+        "--no-swerex", dest="swerex", action="store_false", help="skip the SWE-ReX peer"
+    )
+    args = parser.parse_args(argv)
+    plan = Plan.quick() if args.quick else Plan()
+    interrupt_on_sigterm()
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    started = time.monotonic()
+    res = Resources()
+    try:
+        results = asyncio.run(bench(res, plan, args, stamp))
+    except KeyboardInterrupt:
+        log("interrupted; cleaning up")
+        return 130
+    finally:
+        res.close()
+    results["meta"]["seconds"] = round(time.monotonic() - started, 1)
+    results["meta"]["loadavg_at_end"] = os.getloadavg()
+    targets = evaluate(results)
+    print(render(results, targets))
+    if "profile" in results:
+        from bench import profile
+
+        print("\n" + profile.render(results["profile"]))
+    path = write_json(results, targets, RESULTS, stamp)
+    print(f"\nresults: {path}  ({results['meta']['seconds']:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,370 @@
+"""The ``sandboxctl`` commands.
+
+    sandboxctl create agent-1
+    sandboxctl bash agent-1 'ls -la'
+    sandboxctl exec agent-1 -- python3 -c 'print(42)'
+    sandboxctl status
+
+Tool commands print the tool's text and exit 1 when it is an error result;
+``exec`` exits with the command's own status; a sandboxd failure exits 125.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Mapping
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from runtime_client.factories import GrpcSandboxFactory
+from runtime_client.sandbox import Sandbox
+from sandboxd.ctl import render
+from sandboxd.ctl.connect import DEFAULT_TARGET, Connection, fail, health, run
+from sandboxd.models import ExecExit, ExecOutput, SandboxOptions, SandboxToolResult
+
+app = typer.Typer(
+    name="sandboxctl",
+    help="Drive a sandboxd daemon: instances, the six tools, streaming exec, status.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+# Progress and errors go to stderr, so stdout stays the tool's or command's output.
+err = Console(stderr=True)
+out = Console()
+
+InstanceId = Annotated[str, typer.Argument(help="instance id, e.g. agent-42")]
+JsonFlag = Annotated[bool, typer.Option("--json", help="print JSON instead of text")]
+
+
+@app.callback()
+def _connection(
+    ctx: typer.Context,
+    target: Annotated[
+        str, typer.Option(envvar="SANDBOXD_TARGET", help="sandboxd gRPC target")
+    ] = DEFAULT_TARGET,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            envvar="SANDBOXD_TOKEN", help="bearer token (TCP targets)", show_default=False
+        ),
+    ] = None,
+) -> None:
+    ctx.obj = Connection(target, token)
+
+
+def _conn(ctx: typer.Context) -> Connection:
+    assert isinstance(ctx.obj, Connection)
+    return ctx.obj
+
+
+# ------------------------------------------------------------------ instances
+
+
+@app.command()
+def create(
+    ctx: typer.Context,
+    instance_id: InstanceId,
+    image: Annotated[str, typer.Option(help="workspace image (default: the daemon's)")] = "",
+    network: Annotated[bool | None, typer.Option("--network/--no-network")] = None,
+    workdir: Annotated[str, typer.Option(help="working folder (default /workspace)")] = "",
+    idle_ttl: Annotated[int, typer.Option(help="stop the container after N idle seconds")] = 0,
+    as_json: JsonFlag = False,
+) -> None:
+    """Create an instance's workspace (or find the existing one: create is idempotent)."""
+    options = SandboxOptions(
+        image=image, network=network, workdir=workdir, idle_ttl_seconds=idle_ttl
+    )
+
+    async def action(factory: GrpcSandboxFactory) -> Any:
+        # A Docker create may take seconds (no warm pool, a cold image).
+        with err.status(f"creating {instance_id} ..."):
+            return await factory.transport.create_sandbox(instance_id, options)
+
+    info, created = run(_conn(ctx), action)
+    if as_json:
+        typer.echo(json.dumps({**render.info_json(info), "created": created}))
+    else:
+        verb = "created" if created else "exists"
+        out.print(f"{verb} {info.instance_id} ({info.state})", highlight=False)
+
+
+@app.command("list")
+def list_(ctx: typer.Context, as_json: JsonFlag = False) -> None:
+    """List instances."""
+
+    async def action(factory: GrpcSandboxFactory) -> Any:
+        return await factory.transport.list_sandboxes()
+
+    infos = run(_conn(ctx), action)
+    if as_json:
+        typer.echo(json.dumps([render.info_json(info) for info in infos]))
+    elif not infos:
+        err.print("no instances")
+    else:
+        out.print(render.sandboxes_table(infos))
+
+
+@app.command()
+def info(ctx: typer.Context, instance_id: InstanceId) -> None:
+    """Show one instance as JSON."""
+
+    async def action(factory: GrpcSandboxFactory) -> Any:
+        return await factory.transport.get_sandbox(instance_id)
+
+    typer.echo(json.dumps(render.info_json(run(_conn(ctx), action)), indent=2))
+
+
+@app.command()
+def delete(
+    ctx: typer.Context,
+    instance_ids: Annotated[list[str], typer.Argument(help="instance ids")],
+) -> None:
+    """Delete instances: container and files, for good."""
+
+    async def action(factory: GrpcSandboxFactory) -> None:
+        for instance_id in instance_ids:
+            with err.status(f"deleting {instance_id} ..."):
+                await factory.transport.delete_sandbox(instance_id)
+            out.print(f"deleted {instance_id}", highlight=False)
+
+    run(_conn(ctx), action)
+
+
+# ------------------------------------------------------------------ the tools
+
+
+def _tool(
+    ctx: typer.Context, instance_id: str, name: str, arguments: Mapping[str, Any], as_json: bool
+) -> None:
+    async def action(factory: GrpcSandboxFactory) -> SandboxToolResult:
+        return await Sandbox(factory.transport, instance_id).call_tool(name, arguments)
+
+    result = run(_conn(ctx), action)
+    if as_json:
+        payload = {"text": result.text, "is_error": result.is_error, "fields": dict(result.fields)}
+        typer.echo(json.dumps(payload))
+    else:
+        typer.echo(result.text)
+    if result.is_error:
+        raise typer.Exit(1)
+
+
+def _given(**arguments: Any) -> dict[str, Any]:
+    # Unset options are left out, so the tool's own defaults apply.
+    return {k: v for k, v in arguments.items() if v is not None and v is not False}
+
+
+@app.command()
+def read(
+    ctx: typer.Context,
+    instance_id: InstanceId,
+    file_path: Annotated[str, typer.Argument(help="file, relative to the working folder")],
+    offset: Annotated[int | None, typer.Option(help="1-based first line")] = None,
+    limit: Annotated[int | None, typer.Option(help="number of lines")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Run the read tool (cat -n style, paged)."""
+    _tool(
+        ctx, instance_id, "read", _given(file_path=file_path, offset=offset, limit=limit), as_json
+    )
+
+
+@app.command()
+def write(
+    ctx: typer.Context,
+    instance_id: InstanceId,
+    file_path: Annotated[str, typer.Argument(help="file, relative to the working folder")],
+    content: Annotated[
+        str | None, typer.Argument(help="the content; omit or '-' for stdin")
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Run the write tool (atomic; overwriting needs a read first)."""
+    text = sys.stdin.read() if content in (None, "-") else content
+    _tool(ctx, instance_id, "write", {"file_path": file_path, "content": text}, as_json)
+
+
+@app.command()
+def edit(
+    ctx: typer.Context,
+    instance_id: InstanceId,
+    file_path: Annotated[str, typer.Argument()],
+    old_string: Annotated[str, typer.Argument(help="exact text to replace")],
+    new_string: Annotated[str, typer.Argument(help="replacement")],
+    replace_all: Annotated[bool, typer.Option("--replace-all")] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Run the edit tool (unique match unless --replace-all)."""
+    arguments = _given(
+        file_path=file_path, old_string=old_string, new_string=new_string, replace_all=replace_all
+    )
+    _tool(ctx, instance_id, "edit", arguments, as_json)
+
+
+@app.command()
+def bash(
+    ctx: typer.Context,
+    instance_id: InstanceId,
+    command: Annotated[str, typer.Argument(help="run by bash -c; cd and export persist")],
+    timeout: Annotated[int | None, typer.Option(help="milliseconds (1000-600000)")] = None,
+    workdir: Annotated[str | None, typer.Option(help="run in this folder")] = None,
+    background: Annotated[bool, typer.Option("--background", help="return a job id")] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Run the bash tool (output merged and capped; see `exec` for raw streams)."""
+    arguments = _given(
+        command=command, timeout=timeout, workdir=workdir, run_in_background=background
+    )
+    _tool(ctx, instance_id, "bash", arguments, as_json)
+
+
+@app.command()
+def grep(
+    ctx: typer.Context,
+    instance_id: InstanceId,
+    pattern: Annotated[str, typer.Argument(help="regular expression (ripgrep syntax)")],
+    path: Annotated[str | None, typer.Option(help="file or folder to search")] = None,
+    glob: Annotated[str | None, typer.Option(help="only files matching, e.g. '*.py'")] = None,
+    output_mode: Annotated[
+        str | None, typer.Option("--output-mode", "-o", help="files_with_matches|content|count")
+    ] = None,
+    ignore_case: Annotated[bool, typer.Option("--ignore-case", "-i")] = False,
+    context: Annotated[int | None, typer.Option("--context", "-C")] = None,
+    head_limit: Annotated[int | None, typer.Option(help="at most N entries")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Run the grep tool."""
+    arguments = _given(
+        pattern=pattern, path=path, glob=glob, output_mode=output_mode, head_limit=head_limit
+    )
+    arguments.update(_given(**{"-i": ignore_case, "-C": context}))
+    _tool(ctx, instance_id, "grep", arguments, as_json)
+
+
+@app.command("glob")
+def glob_(
+    ctx: typer.Context,
+    instance_id: InstanceId,
+    pattern: Annotated[str, typer.Argument(help="e.g. '**/*.py'")],
+    path: Annotated[str | None, typer.Option(help="folder to search")] = None,
+    head_limit: Annotated[int | None, typer.Option(help="at most N files")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Run the glob tool (newest first)."""
+    _tool(
+        ctx, instance_id, "glob", _given(pattern=pattern, path=path, head_limit=head_limit), as_json
+    )
+
+
+@app.command()
+def call(
+    ctx: typer.Context,
+    instance_id: InstanceId,
+    name: Annotated[str, typer.Argument(help="read, write, edit, bash, grep or glob")],
+    arguments: Annotated[str, typer.Argument(help="the arguments as JSON, as a model sends them")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Run any tool with raw JSON arguments (aliases and unknown keys judged by sandboxd)."""
+    try:
+        parsed = json.loads(arguments)
+    except json.JSONDecodeError as exc:
+        fail(f"arguments are not JSON: {exc}", code=2)
+    if not isinstance(parsed, dict):
+        fail("arguments must be a JSON object", code=2)
+    _tool(ctx, instance_id, name, parsed, as_json)
+
+
+# ------------------------------------------------------------------ exec
+
+
+def _exit_status(exit_code: int, timed_out: bool) -> int:
+    if timed_out:
+        return 124  # as coreutils `timeout` says it
+    if exit_code < 0:
+        return 128 - exit_code  # killed by signal N: the shell's 128+N
+    return min(exit_code, 255)
+
+
+@app.command("exec")
+def exec_(
+    ctx: typer.Context,
+    instance_id: InstanceId,
+    command: Annotated[list[str], typer.Argument(help="argv after --, e.g. -- ls -la")],
+    shell: Annotated[
+        bool, typer.Option("--shell", "-s", help="join the words, run by bash -c")
+    ] = False,
+    cwd: Annotated[str, typer.Option(help="working folder")] = "",
+    env: Annotated[
+        list[str] | None, typer.Option("--env", "-e", help="KEY=VALUE, repeatable")
+    ] = None,
+    timeout_ms: Annotated[int, typer.Option(help="0: the daemon's default")] = 0,
+) -> None:
+    """Run a command, streaming its stdout and stderr as produced; exit with its status."""
+    variables = dict(item.split("=", 1) for item in env or () if "=" in item)
+    argv: str | list[str] = " ".join(command) if shell else list(command)
+
+    async def action(factory: GrpcSandboxFactory) -> int:
+        sandbox = Sandbox(factory.transport, instance_id)
+        status = 0
+        events = sandbox.exec_stream(argv, cwd=cwd, env=variables, timeout_ms=timeout_ms)
+        async for event in events:
+            if isinstance(event, ExecOutput):
+                stream = sys.stdout if event.stream == "stdout" else sys.stderr
+                stream.buffer.write(event.data)
+                stream.flush()
+            elif isinstance(event, ExecExit):
+                status = _exit_status(event.exit_code, event.timed_out)
+                if event.timed_out:
+                    err.print(f"sandboxctl: timed out after {event.duration_ms} ms")
+        return status
+
+    raise typer.Exit(run(_conn(ctx), action))
+
+
+# ------------------------------------------------------------------ status
+
+
+def _health_of(connection: Connection) -> dict[str, str]:
+    async def both() -> dict[str, str]:
+        server, service = await asyncio.gather(
+            health(connection), health(connection, "sandboxd.v1.SandboxService")
+        )
+        return {"": server, "sandboxd.v1.SandboxService": service}
+
+    return asyncio.run(both())
+
+
+@app.command()
+def status(ctx: typer.Context, as_json: JsonFlag = False) -> None:
+    """Show the daemon: version, backend, warm pool, and gRPC health."""
+    connection = _conn(ctx)
+    states = _health_of(connection)
+    if states[""] != "SERVING":
+        fail(f"{connection.target}: {states['']}", code=1)
+
+    async def action(factory: GrpcSandboxFactory) -> Any:
+        return await factory.transport.get_status()
+
+    server_status = run(connection, action)
+    if as_json:
+        typer.echo(json.dumps(render.status_json(server_status, states)))
+    else:
+        out.print(render.status_table(server_status, states, connection.target))
+
+
+@app.command("health")
+def health_(ctx: typer.Context) -> None:
+    """Exit 0 when sandboxd answers SERVING (for container health checks)."""
+    connection = _conn(ctx)
+    state = asyncio.run(health(connection))
+    typer.echo(state)
+    if state != "SERVING":
+        raise typer.Exit(1)
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,72 @@
+"""Tables for people; ``--json`` gives programs the same facts."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from rich.table import Table
+
+from sandboxd.models import SandboxInfo, ServerStatus
+
+
+def _when(ms: int) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ms / 1000)) if ms else "-"
+
+
+def info_json(info: SandboxInfo) -> dict[str, Any]:
+    return {
+        "instance_id": info.instance_id,
+        "state": info.state,
+        "container_id": info.container_id,
+        "volume": info.volume,
+        "created_at_ms": info.created_at_ms,
+        "options": info.options.to_json(),
+    }
+
+
+def sandboxes_table(infos: Sequence[SandboxInfo]) -> Table:
+    table = Table("INSTANCE", "STATE", "IMAGE", "NETWORK", "CREATED", box=None)
+    for info in sorted(infos, key=lambda i: i.instance_id):
+        table.add_row(
+            info.instance_id,
+            info.state,
+            info.options.image or "-",
+            "on" if info.options.network else "off",
+            _when(info.created_at_ms),
+        )
+    return table
+
+
+def status_json(status: ServerStatus, health: dict[str, str]) -> dict[str, Any]:
+    pool = status.pool
+    return {
+        "version": status.version,
+        "backend": status.backend,
+        "namespace": status.namespace,
+        "pool": {
+            "size": pool.size,
+            "ready": pool.ready,
+            "served": pool.served,
+            "started": pool.started,
+        },
+        "health": health,
+    }
+
+
+def status_table(status: ServerStatus, health: dict[str, str], target: str) -> Table:
+    table = Table(show_header=False, box=None)
+    table.add_row("target", target)
+    table.add_row("version", status.version)
+    table.add_row("backend", status.backend)
+    table.add_row("namespace", status.namespace)
+    pool = status.pool
+    table.add_row(
+        "pool",
+        f"size {pool.size}, ready {pool.ready}, served {pool.served}, started {pool.started}",
+    )
+    for service, state in health.items():
+        style = "green" if state == "SERVING" else "red"
+        table.add_row(f"health {service or '(server)'}", f"[{style}]{state}[/{style}]")
+    return table

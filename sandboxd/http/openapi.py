@@ -1,0 +1,45 @@
+"""What FastAPI cannot derive for the OpenAPI document.
+
+- Validation failures are 400 INVALID_ARGUMENT with the common error body
+  (``sandboxd.http.errors``), not FastAPI's 422, so the 422 entries go.
+- The NDJSON lines of ``/exec/stream`` are not a response model, so their
+  schema is added to the components, and the placeholder JSON content FastAPI
+  gives every route is taken off that one response.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+
+from sandboxd.http.schemas import ExecStreamEvent
+
+STREAM_PATH = "/v1/sandboxes/{instance_id}/exec/stream"
+
+
+def install(app: FastAPI) -> None:
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            document = get_openapi(
+                title=app.title,
+                version=app.version,
+                description=app.description,
+                routes=app.routes,
+            )
+            schemas = document["components"]["schemas"]
+            event = ExecStreamEvent.model_json_schema(ref_template="#/components/schemas/{model}")
+            schemas.update(event.pop("$defs", {}))
+            schemas["ExecStreamEvent"] = event
+            ok = document["paths"][STREAM_PATH]["post"]["responses"]["200"]
+            ok["content"].pop("application/json", None)
+            for item in document["paths"].values():
+                for operation in item.values():
+                    operation.get("responses", {}).pop("422", None)
+            schemas.pop("HTTPValidationError", None)
+            schemas.pop("ValidationError", None)
+            app.openapi_schema = document
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]

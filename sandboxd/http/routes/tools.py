@@ -1,0 +1,88 @@
+"""The six tools: ``POST /v1/sandboxes/{instance_id}/tools/{name}``.
+
+Each tool has its own documented route (so clients and fuzzers can tell
+them apart, e.g. to leave ``bash`` alone); a hidden catch-all sends any other
+name to the service too, which answers it as gRPC does: INVALID_ARGUMENT,
+listing the tools. A tool's own failure is a 200 with ``is_error: true``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from fastapi import APIRouter
+
+from sandboxd.errors import InvalidArgument, ResourceExhausted
+from sandboxd.executor.tools import TOOL_NAMES
+from sandboxd.http.deps import Service
+from sandboxd.http.routes.params import InstanceId
+from sandboxd.http.routes.responses import errors
+from sandboxd.http.schemas import ToolCallRequest, ToolCallResponse
+from sandboxd.observability.calls import current_call
+from sandboxd.service import SandboxService
+
+router = APIRouter(prefix="/v1/sandboxes/{instance_id}/tools", tags=["tools"])
+
+
+async def _call(
+    service: SandboxService, instance_id: str, name: str, body: ToolCallRequest
+) -> ToolCallResponse:
+    call = current_call()
+    if call is not None:
+        call.tool_call_id = body.tool_call_id or ""
+    arguments = body.arguments
+    if isinstance(arguments, str):
+        arguments = _json_object(arguments, service.settings.max_payload_bytes)
+    # "" is no id, as on gRPC, where an empty string cannot be told from an unset one.
+    tool_call_id = body.tool_call_id or None
+    result = await service.call_tool(instance_id, name, arguments, tool_call_id=tool_call_id)
+    if call is not None:
+        call.tool_error = result.is_error
+    return ToolCallResponse(text=result.text, is_error=result.is_error, fields=dict(result.fields))
+
+
+def _tool_route(name: str) -> Callable[..., Awaitable[ToolCallResponse]]:
+    async def call_tool(
+        instance_id: InstanceId, body: ToolCallRequest, service: Service
+    ) -> ToolCallResponse:
+        return await _call(service, instance_id, name, body)
+
+    call_tool.__doc__ = f"Run the `{name}` tool with the model's arguments."
+    return call_tool
+
+
+for _name in TOOL_NAMES:
+    router.add_api_route(
+        f"/{_name}",
+        _tool_route(_name),
+        methods=["POST"],
+        name="CallTool",
+        operation_id=f"call_tool_{_name}",
+        response_model=ToolCallResponse,
+        responses=errors(404),
+        summary=f"Call {_name}",
+    )
+
+
+@router.post("/{name}", name="CallTool", include_in_schema=False)
+async def call_unknown_tool(
+    instance_id: InstanceId, name: str, body: ToolCallRequest, service: Service
+) -> ToolCallResponse:
+    return await _call(service, instance_id, name, body)
+
+
+def _json_object(text: str, limit: int) -> dict[str, Any]:
+    # The same rules as gRPC's arguments_json: a model's raw JSON text, as an object.
+    if len(text) > limit:
+        raise ResourceExhausted(
+            f"arguments is {len(text)} bytes, over the payload limit of {limit} bytes"
+        )
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise InvalidArgument(f"arguments is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise InvalidArgument("arguments must be a JSON object")
+    return value

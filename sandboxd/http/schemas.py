@@ -1,0 +1,329 @@
+"""JSON shapes of the HTTP API, and their conversion to and from ``sandboxd.models``.
+
+Requests forbid unknown fields (a misspelt option must not pass silently, as
+on gRPC). Bytes travel base64-encoded in fields named ``*_base64``. Value
+rules (id syntax, limits, ...) are not repeated here: the service checks
+them, so both transports give the same answer.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from sandboxd import models
+from sandboxd.errors import InvalidArgument
+from sandboxd.validation import INSTANCE_ID
+
+# Published in the schema, checked by the service (so messages match gRPC's).
+INSTANCE_ID_SCHEMA: dict[str, Any] = {
+    "pattern": f"^{INSTANCE_ID.pattern}$",
+    "examples": ["agent-1"],
+}
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ErrorDetail(BaseModel):
+    code: str = Field(description="the gRPC status name, e.g. NOT_FOUND")
+    message: str
+
+
+class ErrorBody(BaseModel):
+    error: ErrorDetail
+
+
+# ---------------------------------------------------------------- lifecycle
+
+
+class SandboxOptions(_Request):
+    """Unset (or zero) fields take the daemon's defaults."""
+
+    image: str = ""
+    env: dict[str, str] = {}
+    workdir: str = ""
+    memory_bytes: int = 0
+    cpus: float = 0.0
+    pids_limit: int = 0
+    network: bool | None = None
+    runtime: Literal["runc", "runsc"] | None = None
+    labels: dict[str, str] = {}
+    idle_ttl_seconds: int = 0
+    disable_read_guard: bool | None = None
+
+    def to_model(self) -> models.SandboxOptions:
+        return models.SandboxOptions(
+            image=self.image,
+            env=self.env,
+            workdir=self.workdir,
+            memory_bytes=self.memory_bytes,
+            cpus=self.cpus,
+            pids_limit=self.pids_limit,
+            network=self.network,
+            runtime=models.Runtime(self.runtime) if self.runtime else None,
+            labels=self.labels,
+            idle_ttl_seconds=self.idle_ttl_seconds,
+            disable_read_guard=self.disable_read_guard,
+        )
+
+    @classmethod
+    def from_model(cls, options: models.SandboxOptions) -> SandboxOptions:
+        data = options.to_json()
+        return cls.model_validate(data)
+
+
+class CreateSandboxRequest(_Request):
+    instance_id: str = Field(
+        description="names the workspace; creating an existing id returns it",
+        json_schema_extra=INSTANCE_ID_SCHEMA,
+    )
+    options: SandboxOptions | None = None
+
+
+class Sandbox(BaseModel):
+    instance_id: str
+    state: str = Field(description="running | stopped | missing")
+    container_id: str
+    volume: str
+    options: SandboxOptions = Field(description="effective options, defaults filled in")
+    created_at_ms: int
+
+    @classmethod
+    def from_model(cls, info: models.SandboxInfo) -> Sandbox:
+        return cls(
+            instance_id=info.instance_id,
+            state=info.state,
+            container_id=info.container_id,
+            volume=info.volume,
+            options=SandboxOptions.from_model(info.options),
+            created_at_ms=info.created_at_ms,
+        )
+
+
+class CreateSandboxResponse(BaseModel):
+    sandbox: Sandbox
+    created: bool = Field(description="false when the id already existed with compatible options")
+
+
+class ListSandboxesResponse(BaseModel):
+    sandboxes: list[Sandbox]
+
+
+class DeleteSandboxResponse(BaseModel):
+    deleted: bool
+
+
+class PoolStatus(BaseModel):
+    size: int
+    ready: int
+    served: int
+    started: int
+
+
+class ServerStatus(BaseModel):
+    version: str
+    backend: str
+    namespace: str
+    pool: PoolStatus
+
+    @classmethod
+    def from_model(cls, status: models.ServerStatus) -> ServerStatus:
+        pool = status.pool
+        return cls(
+            version=status.version,
+            backend=status.backend,
+            namespace=status.namespace,
+            pool=PoolStatus(
+                size=pool.size, ready=pool.ready, served=pool.served, started=pool.started
+            ),
+        )
+
+
+class Probe(BaseModel):
+    status: Literal["ok", "ready", "not ready"]
+
+
+# ---------------------------------------------------------------- tools
+
+
+class ToolCallRequest(_Request):
+    arguments: dict[str, Any] | str = Field(
+        default_factory=dict,
+        description="the arguments exactly as the model produced them: an object, or its JSON text",
+    )
+    tool_call_id: str | None = Field(
+        None,
+        description="retry key: a write, edit or bash already completed under this id returns "
+        "its recorded result instead of running again",
+    )
+
+
+class ToolCallResponse(BaseModel):
+    text: str = Field(description="what the model sees")
+    is_error: bool
+    fields: dict[str, Any] = Field(description="the same facts, structured")
+
+
+# ---------------------------------------------------------------- files
+
+
+class ReadFileResponse(BaseModel):
+    data_base64: str
+    size: int = Field(description="size of the whole file")
+    eof: bool
+
+
+class WriteFileRequest(_Request):
+    path: str
+    data_base64: str
+    create_parents: bool = False
+    expected_sha256: str | None = Field(
+        None, description='compare-and-swap: the current content\'s sha256, or "absent"'
+    )
+    mode: int | None = None
+
+
+class WriteFileResponse(BaseModel):
+    size: int
+    sha256: str
+    created: bool
+
+
+class FileInfo(BaseModel):
+    path: str
+    name: str
+    type: Literal["file", "directory", "symlink", "other"]
+    size: int
+    mode: int
+    mtime_ns: int
+    symlink_target: str = ""
+
+    @classmethod
+    def from_model(cls, info: models.FileInfo) -> FileInfo:
+        return cls(
+            path=info.path,
+            name=info.name,
+            type=info.type.value,
+            size=info.size,
+            mode=info.mode,
+            mtime_ns=info.mtime_ns,
+            symlink_target=info.symlink_target,
+        )
+
+
+class ListDirResponse(BaseModel):
+    entries: list[FileInfo]
+
+
+class ExistsResponse(BaseModel):
+    exists: bool
+    type: Literal["file", "directory", "symlink", "other"] | None
+
+
+class MakeDirRequest(_Request):
+    path: str
+    parents: bool = False
+    exist_ok: bool = False
+
+
+class MakeDirResponse(BaseModel):
+    created: bool
+
+
+class RemoveRequest(_Request):
+    path: str
+    recursive: bool = False
+    missing_ok: bool = False
+
+
+class RemoveResponse(BaseModel):
+    removed: bool
+
+
+# ---------------------------------------------------------------- exec
+
+
+class ExecRequest(_Request):
+    """Exactly one of ``argv`` and ``shell``: a list runs as argv, a string under bash -c."""
+
+    argv: list[str] | None = None
+    shell: str | None = None
+    cwd: str = ""
+    env: dict[str, str] = {}
+    stdin_base64: str = ""
+    timeout_ms: int = Field(0, description="0: the daemon's default")
+
+    def to_model(self) -> models.ExecRequest:
+        return models.ExecRequest(
+            argv=tuple(self.argv) if self.argv is not None else None,
+            shell=self.shell,
+            cwd=self.cwd,
+            env=self.env,
+            stdin=decode_base64(self.stdin_base64, "stdin_base64"),
+            timeout_ms=self.timeout_ms,
+        )
+
+
+class ExecResponse(BaseModel):
+    stdout_base64: str
+    stderr_base64: str
+    exit_code: int = Field(description="-N: killed by signal N")
+    timed_out: bool
+    duration_ms: int
+    stdout_truncated: bool
+    stderr_truncated: bool
+
+    @classmethod
+    def from_model(cls, result: models.ExecResult) -> ExecResponse:
+        return cls(
+            stdout_base64=encode_base64(result.stdout),
+            stderr_base64=encode_base64(result.stderr),
+            exit_code=result.exit_code,
+            timed_out=result.timed_out,
+            duration_ms=result.duration_ms,
+            stdout_truncated=result.stdout_truncated,
+            stderr_truncated=result.stderr_truncated,
+        )
+
+
+def encode_base64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def decode_base64(text: str, field: str) -> bytes:
+    try:
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        raise InvalidArgument(f"{field} must be standard base64") from None
+
+
+class ExecExit(BaseModel):
+    exit_code: int
+    timed_out: bool
+    duration_ms: int
+
+
+class ExecStreamEvent(BaseModel):
+    """One line of an exec stream: output as it is produced, then the exit (or an error)."""
+
+    stream: Literal["stdout", "stderr"] | None = None
+    data_base64: str | None = None
+    exit: ExecExit | None = None
+    error: ErrorDetail | None = None
+
+    @classmethod
+    def from_model(cls, event: models.ExecEvent) -> ExecStreamEvent:
+        if isinstance(event, models.ExecOutput):
+            return cls(stream=event.stream, data_base64=encode_base64(event.data))  # type: ignore[arg-type]
+        return cls(
+            exit=ExecExit(
+                exit_code=event.exit_code,
+                timed_out=event.timed_out,
+                duration_ms=event.duration_ms,
+            )
+        )

@@ -1,0 +1,139 @@
+"""sandboxctl through typer's CliRunner (in-process) and as a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from sandboxd.ctl.app import app
+from tests.helpers import ROOT, Daemon
+
+pytestmark = pytest.mark.grpc
+
+
+@pytest.fixture
+def ctl(local_daemon: Daemon) -> CliRunner:
+    return CliRunner(env={"SANDBOXD_TARGET": local_daemon.target, "SANDBOXD_TOKEN": None})
+
+
+@pytest.fixture
+def instance(ctl: CliRunner) -> str:
+    name = f"ctl-{secrets.token_hex(3)}"
+    assert ctl.invoke(app, ["create", name]).exit_code == 0
+    return name
+
+
+def test_status_shows_pool_and_health(ctl: CliRunner) -> None:
+    result = ctl.invoke(app, ["status"])
+    assert result.exit_code == 0, result.output
+    assert "backend" in result.stdout and "local" in result.stdout
+    assert result.stdout.count("SERVING") == 2
+
+    data = json.loads(ctl.invoke(app, ["status", "--json"]).stdout)
+    assert data["backend"] == "local"
+    assert set(data["pool"]) == {"size", "ready", "served", "started"}
+    assert data["health"] == {"": "SERVING", "sandboxd.v1.SandboxService": "SERVING"}
+
+    assert ctl.invoke(app, ["health"]).stdout.strip() == "SERVING"
+
+
+def test_create_list_delete(ctl: CliRunner) -> None:
+    name = f"ctl-{secrets.token_hex(3)}"
+    first = ctl.invoke(app, ["create", name])
+    assert first.exit_code == 0 and first.stdout.startswith(f"created {name}")
+    again = ctl.invoke(app, ["create", name, "--json"])
+    assert json.loads(again.stdout)["created"] is False
+
+    listed = json.loads(ctl.invoke(app, ["list", "--json"]).stdout)
+    assert name in [entry["instance_id"] for entry in listed]
+    assert name in ctl.invoke(app, ["list"]).stdout
+
+    assert ctl.invoke(app, ["delete", name]).stdout.strip() == f"deleted {name}"
+    gone = ctl.invoke(app, ["info", name])
+    assert gone.exit_code == 125
+    assert "NotFound" in gone.stderr
+
+
+def test_the_six_tools(ctl: CliRunner, instance: str) -> None:
+    def tool(*args: str, code: int = 0) -> str:
+        result = ctl.invoke(app, [args[0], instance, *args[1:]])
+        assert result.exit_code == code, result.output
+        return result.stdout
+
+    assert tool("write", "app.py", "x = 1\nprint(x)\n") == "Created app.py (2 lines, 15 bytes).\n"
+    assert tool("read", "app.py", "--limit", "1") == (
+        "     1\tx = 1\n\n[Showing lines 1-1 of 2. Use offset=2 to read more.]\n"
+    )
+    assert tool("edit", "app.py", "x = 1", "x = 2").startswith("Edited app.py")
+    assert tool("bash", "python3 app.py") == "2\n\nExit code: 0\n"
+    assert tool("grep", "print", "-o", "content") == "app.py:2:print(x)\n"
+    assert tool("glob", "*.py") == "app.py\n"
+    # Raw arguments as a model sends them; sandboxd takes the alias.
+    assert tool("call", "read", '{"path": "app.py", "offset": "2"}') == "     2\tprint(x)\n"
+    # A tool's error result: its text, exit status 1.
+    assert tool("bash", "exit 4", code=1).endswith("Exit code: 4\n")
+    assert tool("read", "missing.py", code=1).startswith("Error: ")
+    result = json.loads(tool("bash", "echo hi", "--json"))
+    assert result["fields"]["exit_code"] == 0 and result["is_error"] is False
+
+    bad = ctl.invoke(app, ["call", instance, "read", "{not json"])
+    assert bad.exit_code == 2 and "not JSON" in bad.stderr
+
+
+def test_write_reads_stdin(ctl: CliRunner, instance: str) -> None:
+    result = ctl.invoke(app, ["write", instance, "notes.txt"], input="from stdin\n")
+    assert result.exit_code == 0, result.output
+    assert ctl.invoke(app, ["read", instance, "notes.txt"]).stdout == "     1\tfrom stdin\n"
+
+
+def test_exec_keeps_streams_and_exit_status(ctl: CliRunner, instance: str) -> None:
+    result = ctl.invoke(app, ["exec", instance, "--", "sh", "-c", "echo out; echo err >&2; exit 7"])
+    assert result.exit_code == 7
+    assert result.stdout == "out\n"
+    assert result.stderr == "err\n"
+
+    shell = ctl.invoke(
+        app, ["exec", instance, "-s", "-e", "WHO=ctl", "--", "echo $WHO | tr a-z A-Z"]
+    )
+    assert (shell.exit_code, shell.stdout) == (0, "CTL\n")
+
+    slow = ctl.invoke(app, ["exec", instance, "--timeout-ms", "1000", "--", "sleep", "10"])
+    assert slow.exit_code == 124
+
+
+def test_exec_streams_output_as_produced(local_daemon: Daemon, tmp_path: Path) -> None:
+    name = f"ctl-{secrets.token_hex(3)}"
+    base = [sys.executable, "-m", "sandboxd.ctl", "--target", local_daemon.target]
+    subprocess.run([*base, "create", name], check=True, cwd=ROOT, capture_output=True)
+    proc = subprocess.Popen(
+        [*base, "exec", name, "--", "sh", "-c", "echo first; sleep 3; echo second; exit 3"],
+        stdout=subprocess.PIPE,
+        cwd=ROOT,
+    )
+    assert proc.stdout is not None
+    started = time.monotonic()
+    assert proc.stdout.readline() == b"first\n"
+    # The first line came while the command was still sleeping.
+    assert time.monotonic() - started < 2.5
+    assert proc.poll() is None
+    assert proc.stdout.read() == b"second\n"
+    assert proc.wait(timeout=30) == 3
+    subprocess.run([*base, "delete", name], check=True, cwd=ROOT, capture_output=True)
+
+
+def test_unreachable_daemon(tmp_path: Path) -> None:
+    ctl = CliRunner(env={"SANDBOXD_TARGET": f"unix://{tmp_path}/none.sock"})
+    status = ctl.invoke(app, ["status"])
+    assert status.exit_code == 1
+    assert "UNREACHABLE" in status.stderr
+    listed = ctl.invoke(app, ["list"])
+    assert listed.exit_code == 125
+    assert "SandboxUnavailable" in listed.stderr
+    assert ctl.invoke(app, ["health"]).exit_code == 1

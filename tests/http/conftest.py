@@ -1,0 +1,60 @@
+"""HTTP tier: the real daemon (gRPC and HTTP listeners) in-process on the local
+backend, reached with httpx, curl and schemathesis over a real TCP port."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from sandboxd.config import Settings
+from sandboxd.grpc.server import Server
+
+ADMIN = "admin-token-0123456789abcdef"
+TEAM_A = "team-a-token-0123456789abcdef"
+
+
+def make_settings(tmp_path: Path, **overrides: object) -> Settings:
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"{ADMIN}\n{TEAM_A} team-a-\n")
+    values: dict[str, object] = {
+        "backend": "local",
+        "local_root": tmp_path / "root",
+        "socket": tmp_path / "sandboxd.sock",
+        "http": "127.0.0.1:0",
+        "tokens_file": tokens,
+        "max_payload_bytes": 64 * 1024,
+        "drain_seconds": 5,
+    }
+    values.update(overrides)
+    return Settings(**values)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+async def server(tmp_path: Path) -> AsyncIterator[Server]:
+    server = Server(make_settings(tmp_path))
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.stop()
+
+
+def base_url(server: Server) -> str:
+    return f"http://127.0.0.1:{server.http_port}"
+
+
+@pytest.fixture
+async def client(server: Server) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(
+        base_url=base_url(server), headers={"Authorization": f"Bearer {ADMIN}"}, timeout=30
+    ) as client:
+        yield client
+
+
+@pytest.fixture
+async def anonymous(server: Server) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=base_url(server), timeout=30) as client:
+        yield client
