@@ -82,9 +82,7 @@ class Authenticator:
         header = next((str(v) for k, v in metadata if k.lower() == "authorization"), "")
         scheme, _, presented = header.partition(" ")
         if scheme.lower() != "bearer" or not presented:
-            raise Unauthenticated(
-                "this listener needs an `authorization: Bearer <token>` header"
-            )
+            raise Unauthenticated("this listener needs an `authorization: Bearer <token>` header")
         candidate = presented.strip().encode()
         match: Scope | None = None
         for token in self._tokens:

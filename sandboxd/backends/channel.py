@@ -89,7 +89,9 @@ class ExecutorChannel:
         self._pending[request_id] = future
         try:
             await self._send({"id": request_id, "op": op, "args": wire.to_wire(dict(args))})
-            return await asyncio.wait_for(future, timeout)
+            # asyncio.timeout arms one timer; wait_for would also wrap the future.
+            async with asyncio.timeout(timeout):
+                return await future
         except TimeoutError:
             await self._cancel(request_id)
             raise Timeout(

@@ -32,6 +32,17 @@ class _Seen:
     digest: str | None  # None while a background hash is running
     text: str | None
     done: threading.Event
+    #: (device, inode, size, mtime) of a file hashed in the background, so a
+    #: re-read of an unchanged huge file reuses its hash instead of rehashing.
+    identity: tuple[int, int, int, int] | None = None
+
+
+def _identity(path: str) -> tuple[int, int, int, int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
 
 
 def hash_file(path: str) -> str:
@@ -85,7 +96,12 @@ class ReadState:
         A read of a huge file must stay as fast as its first page; the hash
         is only needed if the instance later writes or edits the file.
         """
-        seen = _Seen(None, None, threading.Event())
+        identity = _identity(path)
+        with self._lock:
+            known = self._seen.get(self.key(path))
+        if identity is not None and known is not None and known.identity == identity:
+            return  # hashed (or being hashed) already, and unchanged since
+        seen = _Seen(None, None, threading.Event(), identity)
         self._store(path, seen)
 
         def work() -> None:
