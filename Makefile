@@ -47,11 +47,11 @@ run: venv image
 	exec $(PY) -m sandboxd serve
 
 lint: venv
-	$(VENV)/bin/ruff check sandboxd runtime_client tests examples fuzz
-	$(VENV)/bin/ruff format --check sandboxd runtime_client tests examples fuzz
+	$(VENV)/bin/ruff check sandboxd runtime_client tests examples fuzz bench
+	$(VENV)/bin/ruff format --check sandboxd runtime_client tests examples fuzz bench
 
 typecheck: venv
-	$(VENV)/bin/mypy sandboxd runtime_client examples fuzz
+	$(VENV)/bin/mypy sandboxd runtime_client examples fuzz bench
 
 fmt: venv
 	$(VENV)/bin/ruff format sandboxd runtime_client tests examples
