@@ -112,7 +112,7 @@ async def test_pid_exhaustion_reports_a_clear_error(
     # File verbs need no new process: they still work.
     assert (await attacked.exists(".")).exists
     wedged = await attacked.bash("echo alive", timeout=5000)
-    assert wedged.is_error and "Resource temporarily unavailable" in wedged.text
+    assert wedged.is_error and "reached its process limit" in wedged.text
     with pytest.raises(Exception) as raised:
         await attacked.exec("echo alive", timeout_ms=5000)
     await record(

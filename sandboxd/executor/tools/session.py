@@ -82,6 +82,11 @@ class ToolSession:
             result = handler(dict(args), cancel or threading.Event())
         except ToolError as exc:
             result = exc.result
+        except BlockingIOError:
+            result = error(
+                f"{name} could not start a process: the sandbox has reached its process limit. "
+                "Stop background jobs or processes you started, or have the sandbox restarted."
+            )
         except OSError as exc:
             # Races with other processes (a file vanishing between two
             # checks) are the model's to handle, not a daemon failure.
