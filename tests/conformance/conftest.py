@@ -11,13 +11,19 @@ from .docker_backend import docker_backend
 
 # The Docker backend needs the session daemon, so it is a fixture-aware param
 # (and docker-marked: under CI=true it fails rather than skips without an engine).
-_PARAMS = [*BACKEND_FACTORIES, pytest.param("docker", marks=pytest.mark.docker)]
+# "gvisor" is the same over gRPC in a runsc container (`make engine` registers it).
+_PARAMS = [
+    *BACKEND_FACTORIES,
+    pytest.param("docker", marks=pytest.mark.docker),
+    pytest.param("gvisor", marks=pytest.mark.docker),
+]
 
 
 @pytest.fixture(params=_PARAMS)
 async def tool_backend(request: pytest.FixtureRequest) -> AsyncIterator[ToolBackend]:
-    if request.param == "docker":
-        async with docker_backend(request.getfixturevalue("daemon")) as backend:
+    if request.param in ("docker", "gvisor"):
+        daemon = request.getfixturevalue("daemon")
+        async with docker_backend(daemon, gvisor=request.param == "gvisor") as backend:
             yield backend
         return
     async with BACKEND_FACTORIES[request.param]() as backend:

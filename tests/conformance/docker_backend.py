@@ -12,7 +12,7 @@ import contextlib
 import secrets
 from collections.abc import AsyncIterator
 
-from runtime_client import GrpcSandboxFactory, Sandbox
+from runtime_client import GrpcSandboxFactory, Runtime, Sandbox, SandboxOptions
 from tests.helpers import Daemon
 
 WORKDIR = "/workspace"
@@ -30,8 +30,9 @@ class GrpcToolBackend:
 
 
 @contextlib.asynccontextmanager
-async def docker_backend(daemon: Daemon) -> AsyncIterator[GrpcToolBackend]:
-    async with GrpcSandboxFactory(daemon.target) as factory:
+async def docker_backend(daemon: Daemon, *, gvisor: bool = False) -> AsyncIterator[GrpcToolBackend]:
+    options = SandboxOptions(runtime=Runtime.RUNSC) if gvisor else None
+    async with GrpcSandboxFactory(daemon.target, options=options) as factory:
         sandbox = await factory.create_sandbox(f"conf-{secrets.token_hex(4)}")
         try:
             yield GrpcToolBackend(sandbox)
