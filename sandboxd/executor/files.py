@@ -90,6 +90,8 @@ def os_error(exc: OSError, path: str) -> SandboxdError:
         return InvalidArgument(f"{path}: file name too long")
     if exc.errno == errno.ELOOP:
         return InvalidArgument(f"{path}: too many levels of symbolic links")
+    if exc.errno in (errno.EINVAL, errno.EOVERFLOW, errno.EFBIG):
+        return InvalidArgument(f"{path}: {reason} (check offsets and sizes)")
     return SandboxdError(f"{path}: {reason}")
 
 
@@ -128,7 +130,9 @@ def read_file(path: str, offset: int, length: int | None, max_bytes: int) -> dic
                 "bytes; read it in pieces with offset and length"
             )
         parts: list[bytes] = []
-        position, remaining = offset, wanted
+        # Past the end there is nothing to read (and offset + length could
+        # overflow the kernel's file offset).
+        position, remaining = offset, wanted if offset < size else 0
         while remaining > 0:
             chunk = os.pread(fd, min(remaining, _CHUNK), position)
             if not chunk:
