@@ -49,6 +49,15 @@ class Settings(BaseSettings):
     cpus: float = Field(1.0, gt=0, description="default CPU limit")
     pids_limit: int = Field(512, ge=16, description="default pids limit")
     tmp_bytes: int = Field(256 * MiB, ge=MiB, description="size of each workspace's /tmp tmpfs")
+    disk_bytes: int = Field(
+        0,
+        ge=0,
+        description="per-workspace disk limit: each volume is an ext4 image of this size on a "
+        "loop device (needs root); 0: no limit, volumes share the host disk",
+    )
+    disk_dir: Path = Field(
+        Path("/var/lib/sandboxd/disks"), description="where the workspace disk images live"
+    )
     max_payload_bytes: int = Field(
         16 * MiB, ge=1024, description="largest file content one call may carry"
     )

@@ -18,7 +18,7 @@ import docker.errors
 import pytest
 
 from runtime_client import GrpcSandboxFactory
-from sandboxd.backends import labels
+from sandboxd.backends import disk, labels
 from tests.helpers import Daemon
 
 IMAGE = os.environ.get("SANDBOXD_IMAGE", "sandboxd-workspace:latest")
@@ -46,8 +46,11 @@ def remove_namespace_resources(client: docker.DockerClient, prefix: str) -> None
         if container.labels.get(labels.NAMESPACE, "").startswith(prefix):
             container.remove(force=True)
     for volume in client.volumes.list(filters={"label": f"{labels.MANAGED}=true"}):
-        if (volume.attrs.get("Labels") or {}).get(labels.NAMESPACE, "").startswith(prefix):
+        volume_labels = volume.attrs.get("Labels") or {}
+        if volume_labels.get(labels.NAMESPACE, "").startswith(prefix):
             volume.remove(force=True)
+            if disk.DISK_LABEL in volume_labels:  # its loop device and image too
+                disk.remove(Path(volume_labels[disk.DISK_LABEL]))
 
 
 @pytest.fixture(scope="session")
@@ -81,11 +84,12 @@ def daemon(
         namespace,
         "--image",
         IMAGE,
-        "--max-payload-bytes",
-        str(1 << 20),
-        "--drain-seconds",
-        "5",
-    ).start()
+        "--max-payload-bytes", str(1 << 20),
+        "--drain-seconds", "5",
+        # Every workspace of the docker tier gets a 4 GiB disk of its own.
+        "--disk-bytes", str(4 << 30),
+        "--disk-dir", str(folder / "disks"),
+    ).start()  # fmt: skip
     yield process
     process.stop()
     # Every test deletes what it made and a stopped daemon removes its pool,

@@ -14,6 +14,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -23,7 +24,7 @@ import requests
 from docker.models.containers import Container
 from docker.types import LogConfig, Mount
 
-from sandboxd.backends import labels
+from sandboxd.backends import disk, labels
 from sandboxd.backends.docker_pool import WarmPool
 from sandboxd.backends.docker_workspace import DockerWorkspace
 from sandboxd.config import Settings
@@ -243,7 +244,7 @@ class DockerBackend:
         )
 
         def create() -> Container:
-            self.client.volumes.create(name=name, labels=resource_labels)
+            self._create_volume(name, resource_labels)
             env = {"HOME": "/tmp/home", **options.env}
             return self.client.containers.create(
                 options.image,
@@ -287,6 +288,22 @@ class DockerBackend:
             await self._remove_container_and_volume(name)
             raise
         return container
+
+    def _create_volume(self, name: str, resource_labels: dict[str, str]) -> None:
+        if not self.settings.disk_bytes:
+            self.client.volumes.create(name=name, labels=resource_labels)
+            return
+        image, device = disk.create(self.settings.disk_dir, name, self.settings.disk_bytes)
+        try:
+            self.client.volumes.create(
+                name=name,
+                driver="local",
+                driver_opts={"type": "ext4", "device": device},
+                labels={**resource_labels, disk.DISK_LABEL: str(image)},
+            )
+        except BaseException:
+            disk.remove(image)
+            raise
 
     def _workspace_for(self, instance_id: str, container: Container) -> DockerWorkspace:
         workspace = self._workspaces.get(instance_id)
@@ -353,7 +370,11 @@ class DockerBackend:
             except docker.errors.NotFound:
                 pass
             try:
-                self.client.volumes.get(volume).remove(force=True)
+                found = self.client.volumes.get(volume)
+                image = (found.attrs.get("Labels") or {}).get(disk.DISK_LABEL)
+                found.remove(force=True)
+                if image:
+                    disk.remove(Path(image))
                 removed = True
             except docker.errors.NotFound:
                 pass

@@ -1,0 +1,60 @@
+"""Per-workspace disk limits: each volume is its own small ext4 filesystem.
+
+A named volume of Docker's local driver lives on the host's disk with no
+quota (ext4 here has no project quotas), so one sandbox could fill it for
+all. With ``SANDBOXD_DISK_BYTES`` set, a workspace's volume is instead a
+sparse image file formatted ext4 and attached to a loop device, mounted by
+Docker as ``type=ext4``: writes stop with ENOSPC at the limit. Needs root
+(losetup) on the host that runs sandboxd.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+from pathlib import Path
+
+from sandboxd.errors import SandboxUnavailable
+
+#: Label on the volume naming its image file, so deletion finds it again.
+DISK_LABEL = "sandboxd.disk"
+
+
+def _run(*argv: str) -> str:
+    try:
+        done = subprocess.run(argv, check=True, capture_output=True, text=True, timeout=60)
+    except FileNotFoundError as exc:
+        raise SandboxUnavailable(f"disk limits need {argv[0]} on the host") from exc
+    except subprocess.CalledProcessError as exc:
+        raise SandboxUnavailable(
+            f"{argv[0]} failed: {(exc.stderr or exc.stdout).strip()[:300]}"
+        ) from exc
+    return done.stdout.strip()
+
+
+def create(folder: Path, name: str, size_bytes: int, uid: int = 1000) -> tuple[Path, str]:
+    """A fresh ext4 image of ``size_bytes`` owned by ``uid``, attached: (image, device)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    image = folder / f"{name}.img"
+    image.unlink(missing_ok=True)
+    with image.open("wb") as handle:
+        handle.truncate(size_bytes)  # sparse: blocks are only used when written
+    try:
+        _run("mkfs.ext4", "-q", "-F", "-m", "0", "-E", f"root_owner={uid}:{uid}", str(image))
+        # A workspace starts empty: no lost+found for tools and models to trip on.
+        _run("debugfs", "-w", "-R", "rmdir lost+found", str(image))
+        device = _run("losetup", "--find", "--show", str(image))
+    except BaseException:
+        image.unlink(missing_ok=True)
+        raise
+    return image, device
+
+
+def remove(image: Path) -> None:
+    """Detach every loop device of ``image`` and delete it."""
+    with contextlib.suppress(SandboxUnavailable):
+        for line in _run("losetup", "--associated", str(image)).splitlines():
+            device = line.split(":", 1)[0]
+            with contextlib.suppress(SandboxUnavailable):
+                _run("losetup", "--detach", device)
+    image.unlink(missing_ok=True)
