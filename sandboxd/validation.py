@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
+from typing import Any
 
-from sandboxd.errors import InvalidArgument, NotFound
+from sandboxd.errors import InvalidArgument, NotFound, ResourceExhausted
 
 INSTANCE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 _LABEL_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
@@ -62,3 +64,18 @@ def env(values: Mapping[str, str]) -> Mapping[str, str]:
 
 def unknown_instance(instance: str) -> NotFound:
     return NotFound(f"no sandbox with instance id {instance!r}; create it with CreateSandbox")
+
+
+def json_object(text: str, field: str, limit: int) -> dict[str, Any]:
+    """A model's raw JSON arguments, as an object (every transport's one rule)."""
+    if len(text) > limit:
+        raise ResourceExhausted(
+            f"{field} is {len(text)} bytes, over the payload limit of {limit} bytes"
+        )
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise InvalidArgument(f"{field} is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise InvalidArgument(f"{field} must be a JSON object")
+    return value

@@ -17,6 +17,7 @@ from sandboxd.errors import InvalidArgument
 from sandboxd.executor import files, process
 from sandboxd.executor.records import RECORDED_TOOLS, CallRecords
 from sandboxd.executor.tools import ToolSession
+from sandboxd.executor.tools.locks import PathLocks
 from sandboxd.executor.wire import PROTOCOL_VERSION
 
 Emit = Callable[[dict[str, Any]], None]
@@ -87,7 +88,7 @@ class Executor:
         self.max_output_bytes = max_output_bytes
         self.bundle_id = bundle_id
         self.read_guard = read_guard
-        self.locks = files.PathLocks()
+        self.locks = PathLocks()
         self._tools: ToolSession | None = None
         self.records = CallRecords()
         self._tools_guard = threading.Lock()
@@ -113,7 +114,10 @@ class Executor:
         with self._tools_guard:
             if self._tools is None:
                 self._tools = ToolSession(
-                    self.workdir, state_dir=self.state_dir, read_guard=self.read_guard
+                    self.workdir,
+                    state_dir=self.state_dir,
+                    read_guard=self.read_guard,
+                    path_locks=self.locks,
                 )
             return self._tools
 

@@ -14,8 +14,6 @@ import os
 import shutil
 import stat as stat_module
 import tempfile
-import threading
-from collections.abc import Iterator
 from typing import Any
 
 from sandboxd.errors import (
@@ -27,6 +25,7 @@ from sandboxd.errors import (
     ResourceExhausted,
     SandboxdError,
 )
+from sandboxd.executor.tools.locks import PathLocks
 
 #: ``expected_sha256`` value meaning "write only if the file does not exist".
 ABSENT = "absent"
@@ -41,30 +40,6 @@ def resolve(workdir: str, path: object) -> str:
     if "\x00" in path:
         raise InvalidArgument("path contains a NUL byte")
     return os.path.normpath(os.path.join(workdir, path))
-
-
-class PathLocks:
-    """Per-path locks so concurrent writers of one file apply in arrival order."""
-
-    def __init__(self) -> None:
-        self._guard = threading.Lock()
-        self._locks: dict[str, tuple[threading.Lock, int]] = {}
-
-    @contextlib.contextmanager
-    def hold(self, path: str) -> Iterator[None]:
-        with self._guard:
-            lock, users = self._locks.get(path, (threading.Lock(), 0))
-            self._locks[path] = (lock, users + 1)
-        try:
-            with lock:
-                yield
-        finally:
-            with self._guard:
-                lock, users = self._locks[path]
-                if users == 1:
-                    del self._locks[path]
-                else:
-                    self._locks[path] = (lock, users - 1)
 
 
 def os_error(exc: OSError, path: str) -> SandboxdError:
@@ -159,7 +134,7 @@ def write_file(
 ) -> dict[str, Any]:
     # Write through a symlink rather than replacing it with a regular file.
     target = os.path.realpath(path) if os.path.islink(path) else path
-    with locks.hold(target):
+    with locks.held(target):
         parent = os.path.dirname(target) or "."
         if create_parents:
             try:

@@ -12,8 +12,8 @@ from typing import Any, TypeAlias, TypeVar
 
 import grpc
 
+from sandboxd import validation
 from sandboxd.auth import Authenticator
-from sandboxd.errors import InvalidArgument, ResourceExhausted
 from sandboxd.grpc import convert
 from sandboxd.grpc.status import streaming, unary
 from sandboxd.service import SandboxService
@@ -148,8 +148,10 @@ class SandboxServicer(pb_grpc.SandboxServiceServicer):  # type: ignore[misc]
 
     @unary
     async def CallTool(self, request: pb.CallToolRequest, context: Context) -> pb.CallToolResponse:
-        arguments = _json_object(
-            request.arguments_json or "{}", self.service.settings.max_payload_bytes
+        arguments = validation.json_object(
+            request.arguments_json or "{}",
+            "arguments_json",
+            self.service.settings.max_payload_bytes,
         )
         result = await self.service.call_tool(
             request.instance_id, request.name, arguments, tool_call_id=request.tool_call_id or None
@@ -190,17 +192,3 @@ class SandboxServicer(pb_grpc.SandboxServiceServicer):  # type: ignore[misc]
     @unary
     async def Glob(self, request: pb.GlobRequest, context: Context) -> pb.GlobResponse:
         return await self._typed_tool("glob", request, pb.GlobResponse)
-
-
-def _json_object(text: str, limit: int) -> dict[str, Any]:
-    if len(text) > limit:
-        raise ResourceExhausted(
-            f"arguments_json is {len(text)} bytes, over the payload limit of {limit} bytes"
-        )
-    try:
-        value = json.loads(text)
-    except ValueError as exc:
-        raise InvalidArgument(f"arguments_json is not valid JSON: {exc}") from None
-    if not isinstance(value, dict):
-        raise InvalidArgument("arguments_json must be a JSON object")
-    return value

@@ -40,7 +40,14 @@ class ToolSession:
     the session run one at a time (see ``locks``).
     """
 
-    def __init__(self, workdir: str, *, state_dir: str, read_guard: bool = True) -> None:
+    def __init__(
+        self,
+        workdir: str,
+        *,
+        state_dir: str,
+        read_guard: bool = True,
+        path_locks: PathLocks | None = None,
+    ) -> None:
         workdir = os.path.normpath(os.path.abspath(workdir))
         state_dir = os.path.normpath(os.path.abspath(state_dir))
         os.makedirs(state_dir, exist_ok=True)
@@ -49,7 +56,9 @@ class ToolSession:
             workdir=workdir,
             state_dir=state_dir,
             read_state=ReadState(read_guard),
-            path_locks=PathLocks(),
+            # Shared with the executor's write_file when given, so the tools and
+            # the low-level verbs queue on one lock per path.
+            path_locks=path_locks or PathLocks(),
         )
         self.shell = bash.Shell(workdir, state_dir)
         ctx = self.context

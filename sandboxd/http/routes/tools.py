@@ -8,13 +8,11 @@ listing the tools. A tool's own failure is a 200 with ``is_error: true``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from fastapi import APIRouter
 
-from sandboxd.errors import InvalidArgument, ResourceExhausted
+from sandboxd import validation
 from sandboxd.executor.tools import TOOL_NAMES
 from sandboxd.http.deps import Service
 from sandboxd.http.routes.params import InstanceId
@@ -34,7 +32,9 @@ async def _call(
         call.tool_call_id = body.tool_call_id or ""
     arguments = body.arguments
     if isinstance(arguments, str):
-        arguments = _json_object(arguments, service.settings.max_payload_bytes)
+        arguments = validation.json_object(
+            arguments, "arguments", service.settings.max_payload_bytes
+        )
     # "" is no id, as on gRPC, where an empty string cannot be told from an unset one.
     tool_call_id = body.tool_call_id or None
     result = await service.call_tool(instance_id, name, arguments, tool_call_id=tool_call_id)
@@ -71,18 +71,3 @@ async def call_unknown_tool(
     instance_id: InstanceId, name: str, body: ToolCallRequest, service: Service
 ) -> ToolCallResponse:
     return await _call(service, instance_id, name, body)
-
-
-def _json_object(text: str, limit: int) -> dict[str, Any]:
-    # The same rules as gRPC's arguments_json: a model's raw JSON text, as an object.
-    if len(text) > limit:
-        raise ResourceExhausted(
-            f"arguments is {len(text)} bytes, over the payload limit of {limit} bytes"
-        )
-    try:
-        value = json.loads(text)
-    except ValueError as exc:
-        raise InvalidArgument(f"arguments is not valid JSON: {exc}") from None
-    if not isinstance(value, dict):
-        raise InvalidArgument("arguments must be a JSON object")
-    return value
