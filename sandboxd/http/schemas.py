@@ -57,19 +57,8 @@ class SandboxOptions(_Request):
     disable_read_guard: bool | None = None
 
     def to_model(self) -> models.SandboxOptions:
-        return models.SandboxOptions(
-            image=self.image,
-            env=self.env,
-            workdir=self.workdir,
-            memory_bytes=self.memory_bytes,
-            cpus=self.cpus,
-            pids_limit=self.pids_limit,
-            network=self.network,
-            runtime=models.Runtime(self.runtime) if self.runtime else None,
-            labels=self.labels,
-            idle_ttl_seconds=self.idle_ttl_seconds,
-            disable_read_guard=self.disable_read_guard,
-        )
+        # The fields mirror SandboxOptions.to_json, so its inverse converts.
+        return models.SandboxOptions.from_json(self.model_dump())
 
     @classmethod
     def from_model(cls, options: models.SandboxOptions) -> SandboxOptions:
