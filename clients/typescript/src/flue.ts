@@ -47,6 +47,8 @@ export interface SandboxdFactoryOptions extends ClientOptions {
 interface Binding {
   client: SandboxdClient;
   instanceId: string;
+  /** The workspace's own folder (the sandbox's base cwd). */
+  workdir: string;
   runId: string;
 }
 
@@ -208,10 +210,12 @@ export function sandboxdTools(sandbox: Sandbox): AgentTool[] {
     async execute(toolCallId: string, params: unknown, signal?: AbortSignal) {
       const binding = await bindingOf(sandbox);
       const args = (params ?? {}) as Record<string, unknown>;
-      const cwd = sandbox.cwd;
+      // The workdir itself needs no folder: bash then keeps its saved cwd
+      // between calls, as its description tells the model.
+      const cwd = posix.normalize(sandbox.cwd) === binding.workdir ? '' : sandbox.cwd;
       const result = await binding.client.callTool(binding.instanceId, spec.name, args, {
         toolCallId: sandboxCallId(binding.instanceId, toolCallId, args, cwd, binding.runId),
-        cwd,
+        ...(cwd ? { cwd } : {}),
         ...(signal ? { signal } : {}),
       });
       // Flue's tools report failure by throwing; the text is sandboxd's.
@@ -232,7 +236,7 @@ export function sandboxdFactory(options: SandboxdFactoryOptions = {}): SandboxFa
       // The workdir's real path (the local backend's is a host folder).
       const pwd = await client.exec(instanceId, { argv: ['pwd'] });
       const cwd = posix.normalize(pwd.stdout.toString('utf8').trim() || '/workspace');
-      const binding: Binding = { client, instanceId, runId: options.runId ?? '' };
+      const binding: Binding = { client, instanceId, workdir: cwd, runId: options.runId ?? '' };
       return sandboxFromDriver(sandboxdDriver(binding, options), cwd);
     },
   };
