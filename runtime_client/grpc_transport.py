@@ -30,11 +30,7 @@ from sandboxd.v1 import sandbox_pb2_grpc as pb_grpc
 _MAX_MESSAGE = 256 << 20  # the server enforces the real limits and says so
 
 
-class _BearerToken(
-    grpc.aio.UnaryUnaryClientInterceptor,  # type: ignore[misc]
-    grpc.aio.UnaryStreamClientInterceptor,  # type: ignore[misc]
-    grpc.aio.StreamStreamClientInterceptor,  # type: ignore[misc]
-):
+class _BearerToken:
     """Adds ``authorization: Bearer`` to every call (needed on TCP listeners)."""
 
     def __init__(self, token: str) -> None:
@@ -44,16 +40,28 @@ class _BearerToken(
         metadata = [*(details.metadata or ()), self._header]
         return details._replace(metadata=metadata)
 
+
+# grpc.aio files each interceptor under the first call kind it implements, so
+# every kind needs an interceptor object of its own.
+class _UnaryUnaryToken(_BearerToken, grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
     async def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
         return await continuation(self._with_token(details), request)
 
+
+class _UnaryStreamToken(_BearerToken, grpc.aio.UnaryStreamClientInterceptor):  # type: ignore[misc]
     async def intercept_unary_stream(self, continuation: Any, details: Any, request: Any) -> Any:
         return await continuation(self._with_token(details), request)
 
+
+class _StreamStreamToken(_BearerToken, grpc.aio.StreamStreamClientInterceptor):  # type: ignore[misc]
     async def intercept_stream_stream(
         self, continuation: Any, details: Any, request_iterator: Any
     ) -> Any:
         return await continuation(self._with_token(details), request_iterator)
+
+
+def _token_interceptors(token: str) -> list[Any]:
+    return [_UnaryUnaryToken(token), _UnaryStreamToken(token), _StreamStreamToken(token)]
 
 
 class GrpcTransport:
@@ -71,7 +79,7 @@ class GrpcTransport:
         if self._stub is None:
             self._channel = grpc.aio.insecure_channel(
                 self.target,
-                interceptors=[_BearerToken(self._token)] if self._token else None,
+                interceptors=_token_interceptors(self._token) if self._token else None,
                 options=[
                     ("grpc.max_receive_message_length", _MAX_MESSAGE),
                     ("grpc.max_send_message_length", _MAX_MESSAGE),

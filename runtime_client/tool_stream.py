@@ -44,7 +44,8 @@ class ToolCallStream:
             await self._send(pb.ToolCallsRequest(call_id=call_id, call=request))
             return await future
         except asyncio.CancelledError:
-            if not future.done():
+            # Cancelling the caller cancels the future too: no answer came.
+            if future.cancelled() or not future.done():
                 # The daemon stops the call (and its command); best effort.
                 with contextlib.suppress(Exception):
                     await asyncio.shield(

@@ -115,9 +115,10 @@ class ToolCallStream:
 
     async def _run(self, call_id: int, call: pb.CallToolRequest) -> None:
         try:
+            # Counted as CallTool: the same call, whichever RPC carried it.
             with observe(
                 "grpc",
-                "ToolCalls",
+                "CallTool",
                 instance_id=call.instance_id[:128],
                 tool=call.name[:32],
                 tool_call_id=call.tool_call_id[:256],
