@@ -24,7 +24,7 @@ from sandboxd.grpc.server import Server
 from sandboxd.v1 import sandbox_pb2 as pb
 from sandboxd.v1 import sandbox_pb2_grpc as pb_grpc
 
-pytestmark = [pytest.mark.grpc, pytest.mark.anyio]
+pytestmark = [pytest.mark.inproc, pytest.mark.anyio]
 
 
 def _call(instance_id: str, name: str, **arguments: object) -> pb.CallToolRequest:
