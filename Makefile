@@ -59,7 +59,7 @@ fmt: venv
 	$(VENV)/bin/ruff check --fix sandboxd runtime_client tests examples
 
 unit: venv
-	$(PY) -m pytest -m "unit or grpc" $(PYTEST_ARGS)
+	$(PY) -m pytest -m "unit or inproc" $(PYTEST_ARGS)
 
 host-tools:
 	@scripts/ensure-host-tools.sh
