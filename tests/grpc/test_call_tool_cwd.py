@@ -16,7 +16,7 @@ from sandboxd.grpc.server import Server
 from sandboxd.v1 import sandbox_pb2 as pb
 from sandboxd.v1 import sandbox_pb2_grpc as pb_grpc
 
-pytestmark = [pytest.mark.grpc, pytest.mark.anyio]
+pytestmark = pytest.mark.anyio
 
 
 async def _call(
@@ -93,3 +93,19 @@ async def test_a_replayed_call_id_from_another_folder_is_refused(server: Server)
         with pytest.raises(grpc.aio.AioRpcError) as other:
             await _call(stub, "write", args, "two", tool_call_id="t1")
         assert other.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+async def test_tool_calls_stream_carries_the_folder(server: Server) -> None:
+    async with grpc.aio.insecure_channel(f"unix://{server.settings.socket}") as channel:
+        stub = pb_grpc.SandboxServiceStub(channel)
+        await stub.CreateSandbox(pb.CreateSandboxRequest(instance_id="cwd"))
+        await _call(stub, "bash", {"command": "mkdir -p in/here"})
+        stream = stub.ToolCalls()
+        call = pb.CallToolRequest(
+            instance_id="cwd", name="bash", arguments_json='{"command": "pwd"}', cwd="in/here"
+        )
+        await stream.write(pb.ToolCallsRequest(call_id=7, call=call))
+        answer = await stream.read()
+        await stream.done_writing()
+        assert answer.call_id == 7
+        assert answer.result.text.splitlines()[0].endswith("/in/here")
