@@ -169,6 +169,12 @@ export function sandboxdDriver(binding: Binding, options: SandboxdFactoryOptions
         opts?.signal ? { signal: opts.signal } : {},
       );
       let stderr = result.stderr.toString('utf8');
+      for (const [cut, stream] of [
+        [result.stdoutTruncated, 'stdout'],
+        [result.stderrTruncated, 'stderr'],
+      ] as const) {
+        if (cut) stderr += `${stderr && !stderr.endsWith('\n') ? '\n' : ''}[sandboxd: ${stream} was cut at the daemon's output limit]\n`;
+      }
       if (result.timedOut) {
         // timeout(1)'s convention, as Flue's adapters report a deadline.
         stderr += `${stderr && !stderr.endsWith('\n') ? '\n' : ''}[sandboxd: timed out after ${timeoutMs} ms; the command was stopped]\n`;

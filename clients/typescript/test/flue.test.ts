@@ -205,6 +205,19 @@ for (const backend of backends()) {
       });
     }
 
+    test('tools mode: a retried call (same toolCallId and arguments) runs once', async () => {
+      const factory = sandboxdFactory({ target, mode: 'tools' });
+      const sandbox = await factory.createSandbox({ id: `tools-${backend}-retry` });
+      const bash = factory.tools!(sandbox, { subagents: {} }).find((t) => t.name === 'bash')!;
+      const append = { command: 'echo run >> log.txt; wc -l < log.txt' };
+      const first = await bash.execute('toolu_1', append);
+      const retried = await bash.execute('toolu_1', append); // a durable retry of the same call
+      assert.deepEqual(retried.content, first.content);
+      await bash.execute('toolu_2', append); // a new call runs
+      const log = await client.readFile(sandboxdInstanceId(`tools-${backend}-retry`), 'log.txt');
+      assert.equal(log.data.toString(), 'run\nrun\n');
+    });
+
     test('tools mode: unknown keys get sandboxd\'s answer, bounds the schema\'s', async () => {
       const { results } = await session(ToolsAgent, `tools-${backend}-bad`, [
         [['read', { file_path: 'x', color: 'red' }]],
