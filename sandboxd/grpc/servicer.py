@@ -158,7 +158,11 @@ class SandboxServicer(pb_grpc.SandboxServiceServicer):  # type: ignore[misc]
             self.service.settings.max_payload_bytes,
         )
         result = await self.service.call_tool(
-            request.instance_id, request.name, arguments, tool_call_id=request.tool_call_id or None
+            request.instance_id,
+            request.name,
+            arguments,
+            tool_call_id=request.tool_call_id or None,
+            cwd=request.cwd or None,
         )
         return pb.CallToolResponse(
             text=result.text, is_error=result.is_error, fields_json=json.dumps(dict(result.fields))

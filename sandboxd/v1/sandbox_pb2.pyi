@@ -408,16 +408,18 @@ class ExecExit(_message.Message):
     def __init__(self, exit_code: _Optional[int] = ..., timed_out: _Optional[bool] = ..., duration_ms: _Optional[int] = ...) -> None: ...
 
 class CallToolRequest(_message.Message):
-    __slots__ = ("instance_id", "name", "arguments_json", "tool_call_id")
+    __slots__ = ("instance_id", "name", "arguments_json", "tool_call_id", "cwd")
     INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     ARGUMENTS_JSON_FIELD_NUMBER: _ClassVar[int]
     TOOL_CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    CWD_FIELD_NUMBER: _ClassVar[int]
     instance_id: str
     name: str
     arguments_json: str
     tool_call_id: str
-    def __init__(self, instance_id: _Optional[str] = ..., name: _Optional[str] = ..., arguments_json: _Optional[str] = ..., tool_call_id: _Optional[str] = ...) -> None: ...
+    cwd: str
+    def __init__(self, instance_id: _Optional[str] = ..., name: _Optional[str] = ..., arguments_json: _Optional[str] = ..., tool_call_id: _Optional[str] = ..., cwd: _Optional[str] = ...) -> None: ...
 
 class CallToolResponse(_message.Message):
     __slots__ = ("text", "is_error", "fields_json")
