@@ -204,6 +204,16 @@ function prepareArguments(spec: ToolSpec): (args: unknown) => Record<string, unk
   };
 }
 
+/** A tool's model-facing failure: `message` is sandboxd's text, `fields` its structured fields. */
+export class ToolFailed extends Error {
+  readonly fields: Record<string, unknown>;
+  constructor(text: string, fields: Record<string, unknown>) {
+    super(text);
+    this.name = 'ToolFailed';
+    this.fields = fields;
+  }
+}
+
 /** sandboxd's six tools for one (possibly cwd-scoped) Flue sandbox. */
 export function sandboxdTools(sandbox: Sandbox): AgentTool[] {
   return TOOL_SPECS.map((spec): AgentTool => ({
@@ -225,7 +235,7 @@ export function sandboxdTools(sandbox: Sandbox): AgentTool[] {
         ...(signal ? { signal } : {}),
       });
       // Flue's tools report failure by throwing; the text is sandboxd's.
-      if (result.isError) throw new Error(result.text);
+      if (result.isError) throw new ToolFailed(result.text, result.fields);
       return { content: [{ type: 'text' as const, text: result.text }], details: result.fields };
     },
   }));
