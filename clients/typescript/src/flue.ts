@@ -3,7 +3,8 @@
  *
  * - `mode: 'tools'` (default): the model gets sandboxd's six tools (read,
  *   write, edit, bash, grep, glob) with sandboxd's own model-facing text;
- *   every call carries the folder Flue asked for (`useSandbox(f, {cwd})`).
+ *   a call carries the folder Flue asked for (`useSandbox(f, {cwd})`) when
+ *   it is not the workspace itself.
  * - `mode: 'driver'`: Flue's built-in tools run on sandboxd's low-level verbs
  *   through `sandboxFromDriver`.
  *
