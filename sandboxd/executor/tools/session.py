@@ -14,7 +14,17 @@ from .locks import PathLocks
 from .readstate import ReadState
 from .result import MAX_TEXT_CHARS, ToolError, ToolResult, error
 
-TOOL_NAMES: tuple[str, ...] = ("read", "write", "edit", "bash", "grep", "glob")
+TOOL_NAMES: tuple[str, ...] = (
+    "read",
+    "write",
+    "edit",
+    "bash",
+    "grep",
+    "glob",
+    # Background jobs of bash (TOOLS.md, "Background jobs").
+    "bash_output",
+    "kill_shell",
+)
 
 _Handler = Callable[[dict[str, object], threading.Event], ToolResult]
 
@@ -69,6 +79,8 @@ class ToolSession:
             "bash": self.shell.run,
             "grep": lambda args, cancel: grep.run(ctx, args, cancel),
             "glob": lambda args, cancel: glob.run(ctx, args, cancel),
+            "bash_output": lambda args, cancel: self.shell.jobs.output(args),
+            "kill_shell": lambda args, cancel: self.shell.jobs.kill(args),
         }
 
     @property
