@@ -20,6 +20,7 @@ from typing import Any
 import anyio
 
 from sandboxd.config import Settings
+from sandboxd.executor.credits import WINDOW, Credits
 from sandboxd.executor.dispatch import Executor
 from sandboxd.models import PoolStatus, SandboxInfo, SandboxOptions
 from sandboxd.options import DEFAULT_WORKDIR, check_same, effective
@@ -52,9 +53,13 @@ class LocalWorkspace:
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         cancel = threading.Event()
+        # The same flow control as over the executor channel: the producer
+        # runs ahead of the consumer by one window at most.
+        credits = Credits(WINDOW)
 
         def emit(event: dict[str, Any]) -> None:
-            loop.call_soon_threadsafe(queue.put_nowait, ("ev", event))
+            if credits.take(cancel):
+                loop.call_soon_threadsafe(queue.put_nowait, ("ev", event))
 
         def work() -> None:
             try:
@@ -69,6 +74,7 @@ class LocalWorkspace:
                 kind, value = await queue.get()
                 if kind == "ev":
                     yield value
+                    credits.grant(1)
                 elif kind == "ok":
                     yield {"result": value}
                     return
