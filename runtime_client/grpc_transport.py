@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Mapping
 from typing import Any
 
 import grpc
@@ -11,16 +12,20 @@ import grpc
 from runtime_client._status import mapped, mapped_stream
 from sandboxd.grpc import convert
 from sandboxd.models import (
+    DownloadDone,
     ExecEvent,
     ExecRequest,
     ExecResult,
     ExistsResult,
     FileInfo,
+    ForkResult,
     ReadFileResult,
     SandboxInfo,
     SandboxOptions,
     SandboxToolResult,
     ServerStatus,
+    TreeDownloadDone,
+    TreeUploadResult,
     WriteFileResult,
 )
 from sandboxd.v1 import sandbox_pb2 as pb
@@ -32,6 +37,7 @@ _MAX_MESSAGE = 256 << 20  # the server enforces the real limits and says so
 class _BearerToken(
     grpc.aio.UnaryUnaryClientInterceptor,  # type: ignore[misc]
     grpc.aio.UnaryStreamClientInterceptor,  # type: ignore[misc]
+    grpc.aio.StreamUnaryClientInterceptor,  # type: ignore[misc]
 ):
     """Adds ``authorization: Bearer`` to every call (needed on TCP listeners)."""
 
@@ -47,6 +53,11 @@ class _BearerToken(
 
     async def intercept_unary_stream(self, continuation: Any, details: Any, request: Any) -> Any:
         return await continuation(self._with_token(details), request)
+
+    async def intercept_stream_unary(
+        self, continuation: Any, details: Any, request_iterator: Any
+    ) -> Any:
+        return await continuation(self._with_token(details), request_iterator)
 
 
 class GrpcTransport:
@@ -224,3 +235,128 @@ class GrpcTransport:
         )
         fields = json.loads(reply.fields_json or "{}")
         return SandboxToolResult(text=reply.text, is_error=reply.is_error, fields=fields)
+
+    # ------------------------------------------------------------ transfers
+
+    @mapped
+    async def upload_file(
+        self,
+        instance_id: str,
+        path: str,
+        chunks: AsyncIterable[bytes],
+        *,
+        create_parents: bool = False,
+        expected_sha256: str | None = None,
+        mode: int | None = None,
+    ) -> WriteFileResult:
+        header = pb.UploadHeader(instance_id=instance_id, path=path, create_parents=create_parents)
+        if expected_sha256 is not None:
+            header.expected_sha256 = expected_sha256
+        if mode is not None:
+            header.mode = mode
+
+        def message(chunk: bytes) -> pb.UploadRequest:
+            return pb.UploadRequest(data=chunk)
+
+        reply = await _client_stream(
+            self.stub.Upload, pb.UploadRequest(header=header), chunks, message
+        )
+        return WriteFileResult(size=reply.size, sha256=reply.sha256, created=reply.created)
+
+    @mapped_stream
+    async def download_file(
+        self, instance_id: str, path: str, offset: int = 0, length: int | None = None
+    ) -> AsyncIterator[bytes | DownloadDone]:
+        request = pb.DownloadRequest(instance_id=instance_id, path=path, offset=offset)
+        if length is not None:
+            request.length = length
+        call = self.stub.Download(request)
+        try:
+            async for message in call:
+                if message.WhichOneof("part") == "done":
+                    done = message.done
+                    yield DownloadDone(size=done.size, sha256=done.sha256, file_size=done.file_size)
+                else:
+                    yield message.data
+        finally:
+            call.cancel()
+
+    @mapped
+    async def upload_tree(
+        self, instance_id: str, path: str, chunks: AsyncIterable[bytes]
+    ) -> TreeUploadResult:
+        def message(chunk: bytes) -> pb.UploadTreeRequest:
+            return pb.UploadTreeRequest(data=chunk)
+
+        reply = await _client_stream(
+            self.stub.UploadTree,
+            pb.UploadTreeRequest(header=pb.UploadTreeHeader(instance_id=instance_id, path=path)),
+            chunks,
+            message,
+        )
+        return TreeUploadResult(
+            files=reply.files,
+            directories=reply.directories,
+            symlinks=reply.symlinks,
+            bytes=reply.bytes,
+        )
+
+    @mapped_stream
+    async def download_tree(
+        self, instance_id: str, path: str, *, gitignore: bool = False
+    ) -> AsyncIterator[bytes | TreeDownloadDone]:
+        call = self.stub.DownloadTree(
+            pb.DownloadTreeRequest(instance_id=instance_id, path=path, gitignore=gitignore)
+        )
+        try:
+            async for message in call:
+                if message.WhichOneof("part") == "done":
+                    done = message.done
+                    yield TreeDownloadDone(
+                        entries=done.entries, bytes=done.bytes, skipped=done.skipped
+                    )
+                else:
+                    yield message.data
+        finally:
+            call.cancel()
+
+    @mapped
+    async def fork_sandbox(
+        self, source_id: str, new_id: str, options: SandboxOptions | None = None
+    ) -> ForkResult:
+        reply = await self.stub.ForkSandbox(
+            pb.ForkSandboxRequest(
+                source_id=source_id,
+                new_id=new_id,
+                options=convert.options_to_pb(options or SandboxOptions()),
+            )
+        )
+        return ForkResult(
+            sandbox=convert.info_from_pb(reply.sandbox),
+            method=reply.method,
+            duration_ms=reply.duration_ms,
+        )
+
+
+async def _client_stream(
+    method: Any, header: Any, chunks: AsyncIterable[bytes], message: Any
+) -> Any:
+    """Run a client-streaming call; when the caller's chunk source fails, grpc
+    cancels the call, and the caller gets its own error back instead."""
+    failure: list[BaseException] = []
+
+    async def messages() -> AsyncIterator[Any]:
+        yield header
+        try:
+            async for chunk in chunks:
+                yield message(chunk)
+        except Exception as exc:
+            failure.append(exc)
+            raise
+
+    try:
+        return await method(messages())
+    except asyncio.CancelledError:
+        if failure:
+            raise failure[0] from None
+        raise
