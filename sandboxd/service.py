@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import hashlib
 import re
+import uuid
 from collections import deque
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Mapping
 from typing import Any
@@ -334,16 +335,18 @@ class SandboxService:
         validation.path(path)
         _check_write_args(expected_sha256, mode)
         workspace = await self._workspace(instance_id)
-        begun = await workspace.call(
+        session = _session_id()
+        await _begin(
+            workspace,
             "upload_begin",
             {
+                "session": session,
                 "path": path,
                 "create_parents": create_parents,
                 "expected_sha256": expected_sha256,
                 "mode": mode,
             },
         )
-        session = str(begun["session"])
         digest = hashlib.sha256()
         offset = 0
         window: deque[asyncio.Future[Any]] = deque()
@@ -380,8 +383,9 @@ class SandboxService:
         if length is not None:
             validation.non_negative(length, "length")
         workspace = await self._workspace(instance_id)
-        begun = await workspace.call("download_begin", {"path": path})
-        session, size = str(begun["session"]), int(begun["size"])
+        session = _session_id()
+        begun = await _begin(workspace, "download_begin", {"session": session, "path": path})
+        size = int(begun["size"])
         end = size if length is None else min(size, offset + length)
         digest = hashlib.sha256()
         sent = 0
@@ -421,8 +425,8 @@ class SandboxService:
         """Extract a tar stream into the folder ``path`` (created), inside the sandbox."""
         validation.path(path)
         workspace = await self._workspace(instance_id)
-        begun = await workspace.call("tree_upload_begin", {"path": path})
-        session = str(begun["session"])
+        session = _session_id()
+        await _begin(workspace, "tree_upload_begin", {"session": session, "path": path})
         seq = 0
         window: deque[asyncio.Future[Any]] = deque()
         done = False
@@ -459,8 +463,12 @@ class SandboxService:
         """The folder ``path`` as a tar stream in chunks, then one ``TreeDownloadDone``."""
         validation.path(path)
         workspace = await self._workspace(instance_id)
-        begun = await workspace.call("tree_download_begin", {"path": path, "gitignore": gitignore})
-        session = str(begun["session"])
+        session = _session_id()
+        await _begin(
+            workspace,
+            "tree_download_begin",
+            {"session": session, "path": path, "gitignore": gitignore},
+        )
         window: deque[asyncio.Future[Any]] = deque()
         seq = 0
         final: dict[str, Any] = {}
@@ -533,12 +541,35 @@ async def _settle(window: deque[asyncio.Future[Any]]) -> None:
     window.clear()
 
 
+def _session_id() -> str:
+    return f"t-{uuid.uuid4().hex}"
+
+
+async def _begin(workspace: Workspace, op: str, args: dict[str, Any]) -> dict[str, Any]:
+    """Open a session under an id the daemon chose, so a begin cut short (the
+    client left while it ran) can still be aborted by that id."""
+    try:
+        return await workspace.call(op, args)
+    except BaseException:
+        await _abort_transfer(workspace, str(args["session"]))
+        raise
+
+
 async def _abort_transfer(workspace: Workspace, session: str) -> None:
-    # Shielded: a client that went away cancels this task, and the temp file
-    # must still go (the executor's idle reaper is the backstop).
-    with (
-        anyio.CancelScope(shield=True),
-        anyio.move_on_after(10),
-        contextlib.suppress(SandboxdError),
-    ):
-        await workspace.call("transfer_abort", {"session": session})
+    """End a session on the executor (its temp file goes), even when this task
+    is being cancelled because the client went away: the abort runs as a task
+    of its own (the executor's idle reaper is the last backstop)."""
+
+    async def abort() -> None:
+        with anyio.move_on_after(10), contextlib.suppress(SandboxdError):
+            await workspace.call("transfer_abort", {"session": session})
+
+    task = asyncio.get_running_loop().create_task(abort())
+    _BACKGROUND.add(task)
+    task.add_done_callback(_BACKGROUND.discard)
+    with contextlib.suppress(asyncio.CancelledError):
+        await asyncio.shield(task)
+
+
+#: Abort tasks still running (a reference keeps them from being collected).
+_BACKGROUND: set[asyncio.Task[None]] = set()

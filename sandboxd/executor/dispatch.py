@@ -270,12 +270,16 @@ def _tool(ex: Executor, args: Mapping[str, Any], cancel: threading.Event, emit: 
 
 
 def _session_id(args: Mapping[str, Any]) -> str:
-    return _str(args, "session")
+    session = _str(args, "session")
+    if not 1 <= len(session) <= 64:
+        raise InvalidArgument("session must be 1-64 characters")
+    return session
 
 
 def _upload_begin(
     ex: Executor, args: Mapping[str, Any], cancel: threading.Event, emit: Emit | None
 ) -> Any:
+    session_id = _session_id(args)
     expected = args.get("expected_sha256")
     mode = args.get("mode")
     session = transfer.Upload(
@@ -285,7 +289,7 @@ def _upload_begin(
         mode=None if mode is None else _int(args, "mode"),
         locks=ex.locks,
     )
-    return {"session": ex.transfers.add(session)}
+    return {"session": ex.transfers.add(session_id, session)}
 
 
 def _upload_chunk(
@@ -309,17 +313,15 @@ def _upload_commit(
 def _transfer_abort(
     ex: Executor, args: Mapping[str, Any], cancel: threading.Event, emit: Emit | None
 ) -> Any:
-    session = ex.transfers.pop(_session_id(args))
-    if session is not None:
-        session.abort()
-    return {"aborted": session is not None}
+    return {"aborted": ex.transfers.abort(_session_id(args))}
 
 
 def _download_begin(
     ex: Executor, args: Mapping[str, Any], cancel: threading.Event, emit: Emit | None
 ) -> Any:
+    session_id = _session_id(args)
     session = transfer.Download(ex.path(args))
-    return {"session": ex.transfers.add(session), "size": session.size}
+    return {"session": ex.transfers.add(session_id, session), "size": session.size}
 
 
 def _download_read(
@@ -332,7 +334,9 @@ def _download_read(
 def _tree_upload_begin(
     ex: Executor, args: Mapping[str, Any], cancel: threading.Event, emit: Emit | None
 ) -> Any:
-    return {"session": ex.transfers.add(tree.TreeUpload(ex.path(args)))}
+    session_id = _session_id(args)
+    session = tree.TreeUpload(ex.path(args))
+    return {"session": ex.transfers.add(session_id, session)}
 
 
 def _tree_upload_chunk(
@@ -361,8 +365,10 @@ def _tree_upload_commit(
 def _tree_download_begin(
     ex: Executor, args: Mapping[str, Any], cancel: threading.Event, emit: Emit | None
 ) -> Any:
-    session = tree.TreeDownload(ex.path(args), gitignore_aware=_bool(args, "gitignore"))
-    return {"session": ex.transfers.add(session)}
+    session_id = _session_id(args)
+    gitignore_aware = _bool(args, "gitignore")
+    session = tree.TreeDownload(ex.path(args), gitignore_aware=gitignore_aware)
+    return {"session": ex.transfers.add(session_id, session)}
 
 
 def _tree_download_read(

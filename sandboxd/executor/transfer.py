@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import itertools
 import os
 import stat as stat_module
 import tempfile
@@ -31,6 +30,8 @@ CHUNK = 1 << 20
 WINDOW = 4
 #: Open sessions per workspace; more is a client leaking them.
 MAX_SESSIONS = 64
+#: Aborted ids remembered (a begin may still be running for one).
+MAX_TOMBSTONES = 256
 #: A session with no call for this long is aborted (its temp file removed).
 IDLE_S = 120.0
 
@@ -70,18 +71,25 @@ class Sessions:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._open: dict[str, Session] = {}
-        self._ids = itertools.count(1)
+        self._tombstones: dict[str, None] = {}
         self._reaper: threading.Thread | None = None
 
-    def add(self, session: Session) -> str:
+    def add(self, session_id: str, session: Session) -> str:
+        """Register ``session`` under the id the daemon chose for it."""
         with self._lock:
+            if session_id in self._tombstones:
+                # The daemon aborted it before this begin finished.
+                session.abort()
+                raise InvalidArgument(f"transfer {session_id!r} was aborted")
+            if session_id in self._open:
+                session.abort()
+                raise InvalidArgument(f"transfer {session_id!r} is already open")
             if len(self._open) >= MAX_SESSIONS:
                 session.abort()
                 raise ResourceExhausted(
                     f"{MAX_SESSIONS} transfers are already open in this sandbox; "
                     "finish or abort some first"
                 )
-            session_id = f"t{next(self._ids)}"
             self._open[session_id] = session
             if self._reaper is None or not self._reaper.is_alive():
                 self._reaper = threading.Thread(target=self._reap, name="reaper", daemon=True)
@@ -99,6 +107,19 @@ class Sessions:
     def pop(self, session_id: object) -> Session | None:
         with self._lock:
             return self._open.pop(session_id, None) if isinstance(session_id, str) else None
+
+    def abort(self, session_id: str) -> bool:
+        """Abort a session; an id not open yet is remembered, so a begin still
+        running for it fails instead of leaving an orphan."""
+        with self._lock:
+            session = self._open.pop(session_id, None)
+            if session is None:
+                self._tombstones[session_id] = None
+                while len(self._tombstones) > MAX_TOMBSTONES:
+                    self._tombstones.pop(next(iter(self._tombstones)))
+        if session is not None:
+            session.abort()
+        return session is not None
 
     def count(self) -> int:
         with self._lock:
