@@ -15,7 +15,17 @@ from .locks import PathLocks
 from .readstate import ReadState
 from .result import MAX_TEXT_CHARS, ToolError, ToolResult, error
 
-TOOL_NAMES: tuple[str, ...] = ("read", "write", "edit", "bash", "grep", "glob")
+TOOL_NAMES: tuple[str, ...] = (
+    "read",
+    "write",
+    "edit",
+    "bash",
+    "grep",
+    "glob",
+    # Background jobs of bash (TOOLS.md, "Background jobs").
+    "bash_output",
+    "kill_shell",
+)
 
 _Handler = Callable[[dict[str, object], threading.Event, Context], ToolResult]
 
@@ -69,6 +79,8 @@ class ToolSession:
             "bash": self._bash,
             "grep": lambda args, cancel, ctx: grep.run(ctx, args, cancel),
             "glob": lambda args, cancel, ctx: glob.run(ctx, args, cancel),
+            "bash_output": lambda args, cancel, ctx: self.shell.jobs.output(args),
+            "kill_shell": lambda args, cancel, ctx: self.shell.jobs.kill(args),
         }
 
     def _bash(self, args: dict[str, object], cancel: threading.Event, ctx: Context) -> ToolResult:
