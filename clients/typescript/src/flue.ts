@@ -18,7 +18,7 @@ import { sandboxFromDriver } from '@flue/runtime';
 import type { FileStat, Sandbox, SandboxDriver, SandboxFactory, ShellResult } from '@flue/runtime';
 
 import { DEFAULT_CHUNK_BYTES, sharedClient, type ClientOptions, type SandboxdClient, type SandboxOptions } from './client.js';
-import { NotFound } from './errors.js';
+import { NotFound, SandboxdError } from './errors.js';
 import { TOOL_SPECS } from './generated/tools.js';
 import { instanceIdFor, sandboxCallId } from './ids.js';
 import type { ToolSpec } from './toolspec.js';
@@ -39,7 +39,12 @@ export interface SandboxdFactoryOptions extends ClientOptions {
    * limit is refused with a clear InvalidArgument.
    */
   maxExecTimeoutMs?: number;
-  /** Bytes per ReadFile page / WriteFile part (keep under SANDBOXD_MAX_PAYLOAD_BYTES). */
+  /**
+   * Files up to this size go in one ReadFile / WriteFile call; bigger ones use
+   * the Download / Upload streams (or, on a daemon without them, ReadFile
+   * pages and WriteFile parts of this size). Keep it under
+   * SANDBOXD_MAX_PAYLOAD_BYTES.
+   */
   chunkBytes?: number;
   /** Mixed into every tool_call_id (see `sandboxCallId`); empty by default. */
   runId?: string;
@@ -80,6 +85,10 @@ async function bindingOf(sandbox: Sandbox): Promise<Binding> {
   return found;
 }
 
+function unimplemented(error: unknown): boolean {
+  return error instanceof SandboxdError && error.status === 'UNIMPLEMENTED';
+}
+
 function encode(content: string | Uint8Array): Buffer {
   return typeof content === 'string' ? Buffer.from(content, 'utf8') : Buffer.from(content);
 }
@@ -90,14 +99,38 @@ export function sandboxdDriver(binding: Binding, options: SandboxdFactoryOptions
   const chunk = options.chunkBytes ?? DEFAULT_CHUNK_BYTES;
   const maxTimeout = options.maxExecTimeoutMs ?? 3_600_000;
 
+  async function readBytes(path: string): Promise<Buffer> {
+    // One ReadFile answers most files; the rest of a bigger one streams.
+    const first = await client.readFile(instanceId, path, { length: chunk });
+    if (first.eof) return first.data;
+    try {
+      const rest = await client.download(instanceId, path, { offset: first.data.length });
+      return Buffer.concat([first.data, rest]);
+    } catch (error) {
+      if (!unimplemented(error)) throw error;
+      // A daemon without Download: page with ReadFile.
+      return client.readAll(instanceId, path, { chunkBytes: chunk });
+    }
+  }
+
   async function writeFile(path: string, content: string | Uint8Array): Promise<void> {
     const data = encode(content);
     if (data.length <= chunk) {
       await client.writeFile(instanceId, path, data);
       return;
     }
-    // Over one call's payload: parts beside the target, joined in the
+    try {
+      await client.upload(instanceId, path, data);
+      return;
+    } catch (error) {
+      if (!unimplemented(error)) throw error;
+    }
+    // A daemon without Upload: parts beside the target, joined in the
     // sandbox by one `cat`, then renamed over it (readers never see half).
+    await writeInParts(path, data);
+  }
+
+  async function writeInParts(path: string, data: Buffer): Promise<void> {
     const base = `${path}.sandboxd-part-${randomUUID().slice(0, 8)}`;
     const parts: string[] = [];
     try {
@@ -119,10 +152,10 @@ export function sandboxdDriver(binding: Binding, options: SandboxdFactoryOptions
 
   return {
     async readFile(path) {
-      return (await client.readAll(instanceId, path, { chunkBytes: chunk })).toString('utf8');
+      return (await readBytes(path)).toString('utf8');
     },
     async readFileBuffer(path) {
-      return new Uint8Array(await client.readAll(instanceId, path, { chunkBytes: chunk }));
+      return new Uint8Array(await readBytes(path));
     },
     writeFile,
     async stat(path): Promise<FileStat> {
