@@ -9,12 +9,18 @@ from collections.abc import Callable, Mapping
 from sandboxd.errors import Internal, InvalidArgument
 
 from . import bash, edit, glob, grep, read, write
+from .args import ToolSpec
 from .context import Context
 from .locks import PathLocks
 from .readstate import ReadState
 from .result import MAX_TEXT_CHARS, ToolError, ToolResult, error
 
-TOOL_NAMES: tuple[str, ...] = ("read", "write", "edit", "bash", "grep", "glob")
+#: Every tool's contract, in TOOLS.md order: the one list of tools. A new tool
+#: adds its module's SPEC here and its handler in ``ToolSession``.
+SPECS: dict[str, ToolSpec] = {
+    module.SPEC.tool: module.SPEC for module in (read, write, edit, bash, grep, glob)
+}
+TOOL_NAMES: tuple[str, ...] = tuple(SPECS)
 
 _Handler = Callable[[dict[str, object], threading.Event], ToolResult]
 
