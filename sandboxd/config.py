@@ -67,7 +67,21 @@ class Settings(BaseSettings):
     exec_timeout_ms: int = Field(120_000, ge=1000, description="default exec timeout")
     max_exec_timeout_ms: int = Field(3_600_000, ge=1000, description="largest exec timeout")
     pool_size: int = Field(
-        2, ge=0, le=64, description="warm workspaces kept ready for default-option creates (0: off)"
+        2,
+        ge=0,
+        le=64,
+        description="warm workspaces always kept ready for default-option creates (0: off); "
+        "the pool grows towards pool_max while creates come in bursts",
+    )
+    pool_max: int = Field(
+        8,
+        ge=0,
+        le=64,
+        description="most warm workspaces the pool grows to under demand (as many as were "
+        "claimed in the last 5 minutes)",
+    )
+    pool_parallel: int = Field(
+        2, ge=1, le=16, description="warm workspaces started at the same time when refilling"
     )
     idle_ttl_seconds: int = Field(
         0,

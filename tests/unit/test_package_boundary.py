@@ -32,6 +32,7 @@ CLIENT_MODULES = {
     "runtime_client.grpc_transport",
     "runtime_client.sandbox",
     "runtime_client.schema",
+    "runtime_client.tool_stream",
     "runtime_client.transport",
 }
 

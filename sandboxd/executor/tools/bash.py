@@ -35,6 +35,7 @@ import subprocess
 import threading
 import time
 
+from ..spawn import spawn
 from .args import Param, ToolSpec, get_bool, get_int, get_opt_str, get_str, parse
 from .locks import FifoLock
 from .output import Capture, Cleaner
@@ -243,14 +244,11 @@ class Shell:
         cleaner = Cleaner()
         with open(log_path, "wb") as log:
             capture = Capture(log, LOG_CAP_BYTES)
-            proc = subprocess.Popen(
+            proc = spawn(
                 self._argv("foreground.sh", command, not directory, directory),
                 cwd=self.workdir,
                 env=self.env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
-                start_new_session=True,
             )
             assert proc.stdout is not None
             fd = proc.stdout.fileno()
@@ -350,14 +348,12 @@ class Shell:
         log_path = os.path.join(self.logs, f"job-{job_id}.log")
         started = time.monotonic()
         with open(log_path, "wb") as log:
-            proc = subprocess.Popen(
+            proc = spawn(
                 self._argv("background.sh", command, False, directory),
                 cwd=self.workdir,
                 env=self.env,
-                stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                start_new_session=True,
             )
         with self._jobs_lock:
             self._jobs[job_id] = proc
