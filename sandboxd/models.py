@@ -207,3 +207,12 @@ class ServerStatus:
     backend: str
     namespace: str
     pool: PoolStatus
+
+
+@dataclass(frozen=True)
+class ToolDescription:
+    """What a model is told about one tool (ListTools, GET /v1/tools)."""
+
+    name: str
+    description: str
+    input_schema: Mapping[str, Any]

@@ -16,6 +16,7 @@ from sandboxd.executor.tools.args import ToolSpec, json_schema
 from sandboxd.executor.tools.bash import MAX_TIMEOUT_MS as BASH_MAX_TIMEOUT_MS
 from sandboxd.executor.tools.bash import MIN_TIMEOUT_MS as BASH_MIN_TIMEOUT_MS
 from sandboxd.executor.tools.session import SPECS, TOOL_NAMES
+from sandboxd.models import ToolDescription
 
 __all__ = [
     "BASH_MAX_TIMEOUT_MS",
@@ -23,9 +24,11 @@ __all__ = [
     "BASH_MIN_TIMEOUT_MS",
     "SPECS",
     "TOOL_NAMES",
+    "ToolDescription",
     "ToolSpec",
     "description",
     "input_schema",
+    "tool_descriptions",
 ]
 
 #: bash's own limit, in seconds: what transports wait for before they give up on a call.
@@ -41,3 +44,7 @@ def input_schema(name: str) -> dict[str, Any]:
 
 def description(name: str) -> str:
     return SPECS[name].description
+
+
+def tool_descriptions() -> list[ToolDescription]:
+    return [ToolDescription(name, description(name), input_schema(name)) for name in TOOL_NAMES]

@@ -6,6 +6,7 @@ protobuf never leaks past the transport on either side.
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any, TypeVar
 
@@ -24,6 +25,7 @@ from sandboxd.models import (
     SandboxOptions,
     SandboxToolResult,
     ServerStatus,
+    ToolDescription,
 )
 from sandboxd.v1 import sandbox_pb2 as pb
 
@@ -295,3 +297,30 @@ def tool_response_to_pb(response_type: type[R], result: SandboxToolResult) -> R:
             )
             continue
     return message
+
+
+def tool_descriptions_to_pb(tools: list[ToolDescription]) -> pb.ListToolsResponse:
+    return pb.ListToolsResponse(
+        tools=[
+            pb.ToolDescription(
+                name=tool.name,
+                description=tool.description,
+                input_schema_json=json.dumps(tool.input_schema),
+            )
+            for tool in tools
+        ]
+    )
+
+
+def tool_descriptions_from_pb(message: pb.ListToolsResponse) -> list[ToolDescription]:
+    tools = []
+    for tool in message.tools:
+        schema = json.loads(tool.input_schema_json or "{}")
+        tools.append(
+            ToolDescription(
+                name=tool.name,
+                description=tool.description,
+                input_schema=schema if isinstance(schema, dict) else {},
+            )
+        )
+    return tools

@@ -12,7 +12,6 @@ from typing import Any, TypeAlias, TypeVar
 
 import grpc
 
-from sandboxd import validation
 from sandboxd.auth import Authenticator
 from sandboxd.grpc import convert
 from sandboxd.grpc.status import bidi, streaming, unary
@@ -152,13 +151,13 @@ class SandboxServicer(pb_grpc.SandboxServiceServicer):  # type: ignore[misc]
         return await self._call_tool(request)
 
     async def _call_tool(self, request: pb.CallToolRequest) -> pb.CallToolResponse:
-        arguments = validation.json_object(
-            request.arguments_json or "{}",
-            "arguments_json",
-            self.service.settings.max_payload_bytes,
-        )
+        # proto3 cannot tell an unset string from "": unset arguments are no arguments.
         result = await self.service.call_tool(
-            request.instance_id, request.name, arguments, tool_call_id=request.tool_call_id or None
+            request.instance_id,
+            request.name,
+            request.arguments_json or "{}",
+            tool_call_id=request.tool_call_id or None,
+            arguments_field="arguments_json",
         )
         return pb.CallToolResponse(
             text=result.text, is_error=result.is_error, fields_json=json.dumps(dict(result.fields))
@@ -204,3 +203,11 @@ class SandboxServicer(pb_grpc.SandboxServiceServicer):  # type: ignore[misc]
     @unary
     async def Glob(self, request: pb.GlobRequest, context: Context) -> pb.GlobResponse:
         return await self._typed_tool("glob", request, pb.GlobResponse)
+
+    # ------------------------------------------------------------ tool contract
+
+    @unary
+    async def ListTools(
+        self, request: pb.ListToolsRequest, context: Context
+    ) -> pb.ListToolsResponse:
+        return convert.tool_descriptions_to_pb(self.service.list_tools())

@@ -149,6 +149,11 @@ class SandboxServiceStub:
                 request_serializer=sandboxd_dot_v1_dot_sandbox__pb2.ToolCallsRequest.SerializeToString,
                 response_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.ToolCallsResponse.FromString,
                 _registered_method=True)
+        self.ListTools = channel.unary_unary(
+                '/sandboxd.v1.SandboxService/ListTools',
+                request_serializer=sandboxd_dot_v1_dot_sandbox__pb2.ListToolsRequest.SerializeToString,
+                response_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.ListToolsResponse.FromString,
+                _registered_method=True)
 
 
 class SandboxServiceServicer:
@@ -313,6 +318,16 @@ class SandboxServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListTools(self, request, context):
+        """The tools' contract: each tool's name, description and the JSON schema
+        of its arguments, derived from the tools' own specs (what runtime_client
+        and the MCP bridge hand to models). Clients in any language can offer
+        the tools to a model from this alone.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SandboxServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -430,6 +445,11 @@ def add_SandboxServiceServicer_to_server(servicer, server):
                     servicer.ToolCalls,
                     request_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.ToolCallsRequest.FromString,
                     response_serializer=sandboxd_dot_v1_dot_sandbox__pb2.ToolCallsResponse.SerializeToString,
+            ),
+            'ListTools': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListTools,
+                    request_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.ListToolsRequest.FromString,
+                    response_serializer=sandboxd_dot_v1_dot_sandbox__pb2.ListToolsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1053,6 +1073,33 @@ class SandboxService:
             '/sandboxd.v1.SandboxService/ToolCalls',
             sandboxd_dot_v1_dot_sandbox__pb2.ToolCallsRequest.SerializeToString,
             sandboxd_dot_v1_dot_sandbox__pb2.ToolCallsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListTools(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sandboxd.v1.SandboxService/ListTools',
+            sandboxd_dot_v1_dot_sandbox__pb2.ListToolsRequest.SerializeToString,
+            sandboxd_dot_v1_dot_sandbox__pb2.ListToolsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -12,6 +12,7 @@ import pytest
 from openapi_spec_validator import validate
 
 from sandboxd.grpc.server import Server
+from sandboxd.tool_contract import TOOL_NAMES
 from tests.http.conftest import ADMIN, base_url
 
 pytestmark = [pytest.mark.inproc, pytest.mark.anyio]
@@ -22,8 +23,8 @@ OPERATIONS = {
     ("get", "/v1/sandboxes/{instance_id}"),
     ("delete", "/v1/sandboxes/{instance_id}"),
     ("get", "/v1/status"),
-    *(("post", f"/v1/sandboxes/{{instance_id}}/tools/{name}") for name in
-      ("read", "write", "edit", "bash", "grep", "glob")),
+    ("get", "/v1/tools"),
+    *(("post", f"/v1/sandboxes/{{instance_id}}/tools/{name}") for name in TOOL_NAMES),
     ("get", "/v1/sandboxes/{instance_id}/files/content"),
     ("put", "/v1/sandboxes/{instance_id}/files/content"),
     ("get", "/v1/sandboxes/{instance_id}/files/stat"),
@@ -111,7 +112,7 @@ async def test_schemathesis_finds_no_server_error(
     out, _ = await process.communicate()
     text = out.decode(errors="replace")
     assert process.returncode == 0, text[-6000:]
-    assert "Selected: 15/23" in text, text[-3000:]
+    assert "Selected: 16/24" in text, text[-3000:]  # 15/23 + GET /v1/tools
     assert " passed" in text
     # The daemon is still whole after the fuzzing.
     assert (await client.get("/readyz")).status_code == 200

@@ -30,6 +30,7 @@ PROTO_PAIRS: list[tuple[type, Any, dict[str, str], set[str]]] = [
     (models.PoolStatus, pb.PoolStatus, {}, set()),
     (models.ServerStatus, pb.GetStatusResponse, {}, set()),
     (models.SandboxToolResult, pb.CallToolResponse, {"fields": "fields_json"}, set()),
+    (models.ToolDescription, pb.ToolDescription, {"input_schema": "input_schema_json"}, set()),
 ]
 
 
@@ -100,6 +101,11 @@ ROUND_TRIPS: list[tuple[object, Any, Any]] = [
         convert.status_to_pb,
         convert.status_from_pb,
     ),
+    (
+        [models.ToolDescription("t", "does t", {"type": "object", "properties": {}})],
+        convert.tool_descriptions_to_pb,
+        convert.tool_descriptions_from_pb,
+    ),
 ]
 
 
@@ -135,6 +141,7 @@ HTTP_PAIRS: list[tuple[type, type[BaseModel], set[str]]] = [
     (models.PoolStatus, schemas.PoolStatus, set()),
     (models.ServerStatus, schemas.ServerStatus, set()),
     (models.SandboxToolResult, schemas.ToolCallResponse, set()),
+    (models.ToolDescription, schemas.ToolDescription, set()),
 ]
 
 

@@ -12,7 +12,6 @@ from collections.abc import Awaitable, Callable
 
 from fastapi import APIRouter
 
-from sandboxd import validation
 from sandboxd.executor.tools import TOOL_NAMES
 from sandboxd.http.deps import Service
 from sandboxd.http.routes.params import InstanceId
@@ -30,14 +29,9 @@ async def _call(
     call = current_call()
     if call is not None:
         call.tool_call_id = body.tool_call_id or ""
-    arguments = body.arguments
-    if isinstance(arguments, str):
-        arguments = validation.json_object(
-            arguments, "arguments", service.settings.max_payload_bytes
-        )
     # "" is no id, as on gRPC, where an empty string cannot be told from an unset one.
     tool_call_id = body.tool_call_id or None
-    result = await service.call_tool(instance_id, name, arguments, tool_call_id=tool_call_id)
+    result = await service.call_tool(instance_id, name, body.arguments, tool_call_id=tool_call_id)
     if call is not None:
         call.tool_error = result.is_error
     return ToolCallResponse(text=result.text, is_error=result.is_error, fields=dict(result.fields))
