@@ -12,7 +12,7 @@ import pytest
 from openapi_spec_validator import validate
 
 from sandboxd.grpc.server import Server
-from sandboxd.tool_contract import TOOL_NAMES
+from sandboxd.tool_contract import TOOL_NAMES, input_schema
 from tests.http.conftest import ADMIN, base_url
 
 pytestmark = [pytest.mark.inproc, pytest.mark.anyio]
@@ -58,7 +58,7 @@ async def test_the_document_is_valid_openapi(anonymous: httpx.AsyncClient) -> No
     assert found == OPERATIONS
     schemas = document["components"]["schemas"]
     assert {
-        "ToolCallRequest",
+        "ReadToolCallRequest",
         "ToolCallResponse",
         "ErrorBody",
         "Sandbox",
@@ -73,6 +73,20 @@ async def test_the_document_is_valid_openapi(anonymous: httpx.AsyncClient) -> No
     assert tool["responses"]["404"]["content"]["application/json"]["schema"] == {
         "$ref": "#/components/schemas/ErrorBody"
     }
+
+
+async def test_tool_routes_document_the_tools_own_argument_schemas(
+    anonymous: httpx.AsyncClient,
+) -> None:
+    # Derived from the tools' specs, like runtime_client's and the MCP bridge's.
+    document = (await anonymous.get("/openapi.json")).json()
+    for name in TOOL_NAMES:
+        body = document["paths"][f"/v1/sandboxes/{{instance_id}}/tools/{name}"]["post"]
+        ref = body["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+        request = document["components"]["schemas"][ref.rsplit("/", 1)[1]]
+        documented, as_text = request["properties"]["arguments"]["anyOf"]
+        assert documented == input_schema(name)
+        assert as_text["type"] == "string"
 
 
 def _schemathesis() -> str:
