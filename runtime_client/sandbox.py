@@ -176,6 +176,14 @@ class Sandbox:
             ),
         )
 
+    async def bash_output(self, bash_id: str, *, filter: str | None = None) -> SandboxToolResult:
+        """New output of a background bash job since the last call, and its status."""
+        return await self.call_tool("bash_output", _given(bash_id=bash_id, filter=filter))
+
+    async def kill_shell(self, shell_id: str) -> SandboxToolResult:
+        """Stop a background bash job's whole process group."""
+        return await self.call_tool("kill_shell", {"shell_id": shell_id})
+
     async def grep(
         self,
         pattern: str,

@@ -1,4 +1,7 @@
-"""The six sandbox tools (read, write, edit, bash, grep, glob) bound to one ``Sandbox``.
+"""The sandbox tools bound to one ``Sandbox``.
+
+The six of TOOLS.md (read, write, edit, bash, grep, glob), and bash's
+background-job tools (bash_output, kill_shell).
 
 They hand the model's arguments to ``Sandbox.call_tool`` untouched: aliases,
 numeric strings and unknown keys are judged by the one implementation of the
@@ -66,6 +69,9 @@ _LOCK_KEYS = {
     "write": _path_keys,
     "edit": _path_keys,
     "bash": _bash_keys,
+    # Kept in the model's order with bash calls: a job is started, then read or stopped.
+    "bash_output": _bash_keys,
+    "kill_shell": _bash_keys,
 }
 
 
@@ -89,7 +95,7 @@ def sandbox_tool(
     scope: str | None = None,
     sequence: Iterator[int] | None = None,
 ) -> Tool[Mapping[str, Any]]:
-    """One of the six tools, bound to ``sandbox``.
+    """One of the sandbox tools, bound to ``sandbox``.
 
     A call that meets ``SandboxUnavailable`` (say, the daemon restarting) is
     sent once more with the same ``tool_call_id``, which sandboxd uses to
@@ -126,7 +132,7 @@ def sandbox_tool(
 
 
 def sandbox_tools(sandbox: Sandbox) -> list[Tool[Mapping[str, Any]]]:
-    """The six tools bound to ``sandbox``, in the order of TOOLS.md."""
+    """The sandbox tools bound to ``sandbox``, in the order of TOOLS.md."""
     scope, sequence = secrets.token_hex(8), itertools.count(1)
     return [
         sandbox_tool(sandbox, name, scope=scope, sequence=sequence) for name in SANDBOX_TOOL_NAMES
@@ -134,7 +140,7 @@ def sandbox_tools(sandbox: Sandbox) -> list[Tool[Mapping[str, Any]]]:
 
 
 def tools_for(factory: object, sandbox: Sandbox) -> list[Tool[Any]]:
-    """The factory's own tool set when it offers one, else the six tools."""
+    """The factory's own tool set when it offers one, else the sandbox tools."""
     if isinstance(factory, SandboxToolsProvider):
         return list(factory.tools(sandbox))
     return list(sandbox_tools(sandbox))

@@ -158,6 +158,7 @@ class SandboxServicer(pb_grpc.SandboxServiceServicer):  # type: ignore[misc]
             request.arguments_json or "{}",
             tool_call_id=request.tool_call_id or None,
             arguments_field="arguments_json",
+            cwd=request.cwd or None,
         )
         return pb.CallToolResponse(
             text=result.text, is_error=result.is_error, fields_json=json.dumps(dict(result.fields))
