@@ -241,3 +241,12 @@ class ForkResult:
     sandbox: SandboxInfo
     method: str  # reflink | copy
     duration_ms: int
+
+
+@dataclass(frozen=True)
+class ToolDescription:
+    """What a model is told about one tool (ListTools, GET /v1/tools)."""
+
+    name: str
+    description: str
+    input_schema: Mapping[str, Any]
