@@ -368,6 +368,20 @@ export class SandboxdClient {
     return this.unary('GetStatus', {}, call);
   }
 
+  /** The tools' contract: name, description and JSON schema of each tool. */
+  async listTools(call?: CallOptions): Promise<{ name: string; description: string; inputSchema: Record<string, unknown> }[]> {
+    const response = await this.unary<{ tools: { name: string; description: string; inputSchemaJson: string }[] }>(
+      'ListTools',
+      {},
+      call,
+    );
+    return response.tools.map((tool) => ({
+      name: tool.name,
+      description: tool.description,
+      inputSchema: JSON.parse(tool.inputSchemaJson) as Record<string, unknown>,
+    }));
+  }
+
   // ------------------------------------------------------------ files
 
   readFile(

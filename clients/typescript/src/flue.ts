@@ -248,9 +248,40 @@ export class ToolFailed extends Error {
   }
 }
 
-/** sandboxd's six tools for one (possibly cwd-scoped) Flue sandbox. */
-export function sandboxdTools(sandbox: Sandbox): AgentTool[] {
-  return TOOL_SPECS.map((spec): AgentTool => ({
+// The daemon's own tool contract (ListTools), per client: fetched while
+// Flue awaits createSandbox, because tools() must answer synchronously.
+const contracts = new WeakMap<SandboxdClient, Promise<readonly ToolSpec[]>>();
+const loaded = new WeakMap<SandboxdClient, readonly ToolSpec[]>();
+
+function contractOf(client: SandboxdClient): Promise<readonly ToolSpec[]> {
+  let found = contracts.get(client);
+  if (found === undefined) {
+    found = (async () => {
+      const aliases = new Map(TOOL_SPECS.map((spec) => [spec.name, spec.aliases]));
+      try {
+        const listed = await client.listTools();
+        return listed.map((tool) => {
+          // Unknown keys must reach sandboxd, whose answer names the valid ones.
+          const { additionalProperties: _, ...parameters } = tool.inputSchema;
+          return { name: tool.name, description: tool.description, parameters, aliases: aliases.get(tool.name) ?? {} };
+        });
+      } catch (error) {
+        if (!unimplemented(error)) throw error;
+        return TOOL_SPECS; // an older daemon: the contract generated at build time
+      }
+    })();
+    found.then(
+      (specs) => loaded.set(client, specs),
+      () => contracts.delete(client),
+    );
+    contracts.set(client, found);
+  }
+  return found;
+}
+
+/** sandboxd's tools for one (possibly cwd-scoped) Flue sandbox. */
+export function sandboxdTools(sandbox: Sandbox, specs: readonly ToolSpec[] = TOOL_SPECS): AgentTool[] {
+  return specs.map((spec): AgentTool => ({
     name: spec.name,
     label: spec.name,
     description: spec.description,
@@ -285,6 +316,7 @@ export function sandboxdFactory(options: SandboxdFactoryOptions = {}): SandboxFa
     async createSandbox({ id }) {
       const instanceId = instanceIdFor(id, options.instancePrefix);
       await client.createSandbox(instanceId, options.sandbox);
+      if (mode === 'tools') await contractOf(client);
       // The workdir's real path (the local backend's is a host folder),
       // asked once: Flue calls createSandbox for every message.
       const key = `${client.target}\u0000${instanceId}`;
@@ -300,7 +332,7 @@ export function sandboxdFactory(options: SandboxdFactoryOptions = {}): SandboxFa
   };
   if (mode === 'tools') {
     // Flue stores this and calls it unbound: no `this` here.
-    factory.tools = (sandbox) => sandboxdTools(sandbox);
+    factory.tools = (sandbox) => sandboxdTools(sandbox, loaded.get(client) ?? TOOL_SPECS);
   }
   return factory;
 }

@@ -57,6 +57,7 @@ type Call = [string, Record<string, unknown>];
 interface Seen {
   results: ToolResultMessage[];
   toolNames: string[];
+  tools: Context['tools'];
 }
 
 /** One dispatch: the model makes `batches` of tool calls, then says "done". */
@@ -78,7 +79,7 @@ async function session(agent: Agent, id: string, batches: Call[][]): Promise<See
   const count = batches.reduce((n, b) => n + b.length, 0);
   const results = seen.messages.filter((m): m is ToolResultMessage => m.role === 'toolResult').slice(-count);
   assert.equal(results.length, count);
-  return { results, toolNames: (seen.tools ?? []).map((t) => t.name) };
+  return { results, toolNames: (seen.tools ?? []).map((t) => t.name), tools: seen.tools };
 }
 
 function text(result: ToolResultMessage): string {
@@ -125,7 +126,8 @@ for (const backend of backends()) {
     ] as const) {
       test(`${mode} mode: the six tools, a custom tool and errors through the agent loop`, async () => {
         const id = `${mode}-${backend}-a`;
-        const { results, toolNames } = await session(agent, id, SCRIPT);
+        const seen = await session(agent, id, SCRIPT);
+        const { results, toolNames } = seen;
         for (const name of ['read', 'write', 'edit', 'bash', 'grep', 'glob', 'stamp']) {
           assert.ok(toolNames.includes(name), `${name} not offered`);
         }
@@ -145,7 +147,15 @@ for (const backend of backends()) {
         const onDisk = await client.readFile(sandboxdInstanceId(id), 'src/deep/app.txt');
         assert.equal(onDisk.data.toString(), 'alpha\ngamma\n');
         if (mode === 'tools') {
-          // The model-facing text is sandboxd's own.
+          // What the model is told is the daemon's contract (ListTools)...
+          for (const listed of await client.listTools()) {
+            const offered = seen.tools?.find((t) => t.name === listed.name);
+            assert.ok(offered, `${listed.name} not offered`);
+            assert.equal(offered.description, listed.description);
+            const { additionalProperties: _, ...schema } = listed.inputSchema;
+            assert.deepEqual(offered.parameters, schema);
+          }
+          // ...and the model-facing text is sandboxd's own.
           assert.equal(text(read!), '     1\talpha\n     2\tbeta');
           assert.match(text(missing!), /^Error: /);
         }
