@@ -1,8 +1,9 @@
 /**
  * `sandboxdFactory`: a Flue `SandboxFactory` backed by sandboxd.
  *
- * - `mode: 'tools'` (default): the model gets sandboxd's six tools (read,
- *   write, edit, bash, grep, glob) with sandboxd's own model-facing text;
+ * - `mode: 'tools'` (default): the model gets sandboxd's tools (read,
+ *   write, edit, bash, grep, glob, bash_output, kill_shell: what ListTools
+ *   names) with sandboxd's own model-facing text;
  *   a call carries the folder Flue asked for (`useSandbox(f, {cwd})`) when
  *   it is not the workspace itself.
  * - `mode: 'driver'`: Flue's built-in tools run on sandboxd's low-level verbs
@@ -26,7 +27,7 @@ import type { ToolSpec } from './toolspec.js';
 type AgentTool = ReturnType<NonNullable<SandboxFactory['tools']>>[number];
 
 export interface SandboxdFactoryOptions extends ClientOptions {
-  /** 'tools' (sandboxd's six tools, default) or 'driver' (Flue's tools on sandboxd's verbs). */
+  /** 'tools' (sandboxd's tools, default) or 'driver' (Flue's tools on sandboxd's verbs). */
   mode?: 'tools' | 'driver';
   /** Options for the workspaces this factory creates (image, limits, env, labels...). */
   sandbox?: SandboxOptions;
