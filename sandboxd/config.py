@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 MiB = 1 << 20
 
@@ -99,3 +99,25 @@ class Settings(BaseSettings):
     access_log: bool = Field(
         False, description="one INFO line per call (otherwise DEBUG: high call rates flood INFO)"
     )
+
+    @classmethod
+    def from_arguments(cls, **values: Any) -> Settings:
+        """These values over the defaults, ignoring every ``SANDBOXD_*`` variable.
+
+        For in-process users (``LocalSandboxFactory``): an agent's environment
+        must not reconfigure the library it embeds.
+        """
+        return _ArgumentsOnly(**values)
+
+
+class _ArgumentsOnly(Settings):
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings,)

@@ -20,7 +20,7 @@ from runtime_client import GrpcSandboxFactory, NotFound
 from tests.ecosystem.conftest import free_port
 from tests.helpers import ROOT, Daemon
 
-pytestmark = [pytest.mark.grpc, pytest.mark.anyio]
+pytestmark = [pytest.mark.inproc, pytest.mark.anyio]
 
 SIX = ["read", "write", "edit", "bash", "grep", "glob", "bash_output", "kill_shell"]
 

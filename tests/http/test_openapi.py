@@ -14,7 +14,7 @@ from openapi_spec_validator import validate
 from sandboxd.grpc.server import Server
 from tests.http.conftest import ADMIN, base_url
 
-pytestmark = [pytest.mark.grpc, pytest.mark.anyio]
+pytestmark = [pytest.mark.inproc, pytest.mark.anyio]
 
 OPERATIONS = {
     ("post", "/v1/sandboxes"),

@@ -178,25 +178,28 @@ class Shell:
         return ["bash", "-c", one_line, "bash", self.state, command, "1" if save_cwd else "0",
                 directory]  # fmt: skip
 
-    def run(self, raw: dict[str, object], cancel: threading.Event) -> ToolResult:
+    def run(
+        self, raw: dict[str, object], cancel: threading.Event, *, start: str | None = None
+    ) -> ToolResult:
+        """One command; ``start`` is the caller's folder (a relative workdir
+        resolves against it, and without one the command runs there)."""
         args = parse(SPEC, raw)
         command = get_str(args, "command")
         if not command.strip():
             raise ToolError('command is empty. Give a shell command to run, e.g. "ls -la".')
         timeout = get_int(args, "timeout")
         _check_timeout(timeout)
-        directory = ""
+        directory = start or ""
+        base = start or self.workdir
         raw_dir = get_opt_str(args, "workdir")
         if raw_dir:
-            directory = resolve(self.workdir, raw_dir, "workdir")
+            directory = resolve(base, raw_dir, "workdir")
             if not os.path.isdir(directory):
                 if os.path.exists(directory):
-                    raise ToolError(
-                        f"workdir {display(self.workdir, directory)} is a file, not a folder."
-                    )
+                    raise ToolError(f"workdir {display(base, directory)} is a file, not a folder.")
                 raise ToolError(
                     not_found(
-                        self.workdir,
+                        base,
                         directory,
                         "workdir",
                         "Create it first (mkdir -p), or run without workdir.",
