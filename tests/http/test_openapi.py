@@ -33,6 +33,12 @@ OPERATIONS = {
     ("post", "/v1/sandboxes/{instance_id}/files/remove"),
     ("post", "/v1/sandboxes/{instance_id}/exec"),
     ("post", "/v1/sandboxes/{instance_id}/exec/stream"),
+    ("post", "/v1/sandboxes/{instance_id}/processes"),
+    ("get", "/v1/sandboxes/{instance_id}/processes"),
+    ("post", "/v1/sandboxes/{instance_id}/processes/{handle}/stdin"),
+    ("post", "/v1/sandboxes/{instance_id}/processes/{handle}/resize"),
+    ("post", "/v1/sandboxes/{instance_id}/processes/{handle}/signal"),
+    ("get", "/v1/sandboxes/{instance_id}/processes/{handle}/output"),
     ("get", "/healthz"),
     ("get", "/readyz"),
     ("get", "/metrics"),
@@ -40,7 +46,7 @@ OPERATIONS = {
 
 # Never fuzzed: the local backend has no isolation, so these would run commands or
 # change files on the host itself. They are exercised with fixed input in test_api.
-HOST_CHANGING = r"/(tools/(bash|write|edit)|exec(/stream)?|files/(mkdir|remove))$"
+HOST_CHANGING = r"/(tools/(bash|write|edit)|exec(/stream)?|files/(mkdir|remove)|processes(/.*)?)$"
 
 
 async def test_the_document_is_valid_openapi(anonymous: httpx.AsyncClient) -> None:
@@ -111,7 +117,7 @@ async def test_schemathesis_finds_no_server_error(
     out, _ = await process.communicate()
     text = out.decode(errors="replace")
     assert process.returncode == 0, text[-6000:]
-    assert "Selected: 17/25" in text, text[-3000:]
+    assert "Selected: 17/31" in text, text[-3000:]
     assert " passed" in text
     # The daemon is still whole after the fuzzing.
     assert (await client.get("/readyz")).status_code == 200
