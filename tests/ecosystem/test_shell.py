@@ -18,10 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from runtime_client import GrpcSandboxFactory
 from tests.helpers import Daemon
 
-pytestmark = [pytest.mark.inproc, pytest.mark.anyio, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.inproc, pytest.mark.timeout(120)]
 
 SANDBOXCTL = str(Path(sys.executable).with_name("sandboxctl"))
 
@@ -61,10 +60,14 @@ def pane(local_daemon: Daemon) -> Iterator[Pane]:
     subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True, timeout=10)
 
 
-async def test_shell_is_an_interactive_terminal(local_daemon: Daemon, pane: Pane) -> None:
+def test_shell_is_an_interactive_terminal(local_daemon: Daemon, pane: Pane) -> None:
     instance = f"shell-{secrets.token_hex(3)}"
-    async with GrpcSandboxFactory(local_daemon.target) as factory:
-        await factory.create_sandbox(instance)
+    created = subprocess.run(
+        [SANDBOXCTL, "--target", local_daemon.target, "create", instance],
+        capture_output=True,
+        timeout=60,
+    )
+    assert created.returncode == 0, created.stderr
     command = (
         f"{shlex.quote(SANDBOXCTL)} --target {shlex.quote(local_daemon.target)} "
         f"shell {instance}; echo SHELL-EXIT=$?; sleep 60"
