@@ -328,6 +328,31 @@ def exec_(
     raise typer.Exit(run(_conn(ctx), action))
 
 
+@app.command()
+def shell(
+    ctx: typer.Context,
+    instance_id: InstanceId,
+    command: Annotated[
+        list[str] | None, typer.Argument(help="program and arguments after -- (default: bash)")
+    ] = None,
+    cwd: Annotated[str, typer.Option(help="working folder")] = "",
+) -> None:
+    """An interactive terminal in the workspace (like docker exec -it); exits with its status."""
+    from sandboxd.ctl.shell import interactive
+
+    async def action(factory: GrpcSandboxFactory) -> int:
+        sandbox = Sandbox(factory.transport, instance_id)
+        return await interactive(
+            sandbox,
+            list(command or ["bash"]),
+            stdin_fd=sys.stdin.fileno(),
+            stdout=sys.stdout.buffer,
+            cwd=cwd,
+        )
+
+    raise typer.Exit(run(_conn(ctx), action))
+
+
 # ------------------------------------------------------------------ status
 
 
