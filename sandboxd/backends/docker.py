@@ -24,12 +24,12 @@ import requests
 from docker.models.containers import Container
 from docker.types import LogConfig, Mount
 
-from sandboxd.backends import disk, labels
+from sandboxd.backends import disk, labels, runtimes
 from sandboxd.backends.docker_pool import WarmPool
 from sandboxd.backends.docker_workspace import DockerWorkspace
 from sandboxd.config import Settings
 from sandboxd.errors import InvalidArgument, SandboxUnavailable
-from sandboxd.models import PoolStatus, Runtime, SandboxInfo, SandboxOptions
+from sandboxd.models import PoolStatus, Runtime, RuntimeInfo, SandboxInfo, SandboxOptions
 from sandboxd.options import check_same, effective
 from sandboxd.validation import unknown_instance
 
@@ -317,6 +317,16 @@ class DockerBackend:
             )
             self._workspaces[instance_id] = workspace
         return workspace
+
+    async def runtimes(self) -> list[RuntimeInfo]:
+        # Status must answer while the engine does not: then nothing is available.
+        try:
+            info = await _thread(self.client.info)
+        except SandboxUnavailable as exc:
+            log.warning("docker info failed: %s", exc)
+            return await runtimes.describe({})
+        engine = info.get("Runtimes") if isinstance(info, dict) else None
+        return await runtimes.describe(engine if isinstance(engine, dict) else {})
 
     def pool_status(self) -> PoolStatus:
         return PoolStatus(

@@ -21,7 +21,7 @@ import anyio
 
 from sandboxd.config import Settings
 from sandboxd.executor.dispatch import Executor
-from sandboxd.models import PoolStatus, SandboxInfo, SandboxOptions
+from sandboxd.models import PoolStatus, RuntimeInfo, SandboxInfo, SandboxOptions
 from sandboxd.options import DEFAULT_WORKDIR, check_same, effective
 from sandboxd.validation import unknown_instance
 
@@ -135,6 +135,9 @@ class LocalBackend:
 
     def pool_status(self) -> PoolStatus:
         return PoolStatus()  # folders are created instantly; nothing to pool
+
+    async def runtimes(self) -> list[RuntimeInfo]:
+        return []  # plain host processes: no container runtime
 
     async def get(self, instance_id: str) -> SandboxInfo:
         meta = self._read_meta(instance_id)

@@ -19,6 +19,7 @@ from sandboxd.models import (
     FileType,
     PoolStatus,
     Runtime,
+    RuntimeInfo,
     SandboxInfo,
     SandboxOptions,
     SandboxToolResult,
@@ -213,6 +214,12 @@ def status_to_pb(status: ServerStatus) -> pb.GetStatusResponse:
         pool=pb.PoolStatus(
             size=pool.size, ready=pool.ready, served=pool.served, started=pool.started
         ),
+        runtimes=[
+            pb.RuntimeInfo(
+                name=r.name, version=r.version, platform=r.platform, available=r.available
+            )
+            for r in status.runtimes
+        ],
     )
 
 
@@ -223,6 +230,10 @@ def status_from_pb(message: pb.GetStatusResponse) -> ServerStatus:
         backend=message.backend,
         namespace=message.namespace,
         pool=PoolStatus(size=pool.size, ready=pool.ready, served=pool.served, started=pool.started),
+        runtimes=tuple(
+            RuntimeInfo(name=r.name, version=r.version, platform=r.platform, available=r.available)
+            for r in message.runtimes
+        ),
     )
 
 
