@@ -11,7 +11,7 @@ from typing import Any
 from bench.stats import Summary
 from bench.targets import Target
 
-SUBJECTS = ("sandboxd", "raw exec", "floor", "swe-rex")
+SUBJECTS = ("sandboxd", "sandboxd runsc", "raw exec", "floor", "swe-rex")
 
 
 def _ms(value: float) -> str:
@@ -35,17 +35,26 @@ def _ratio(a: float | None, b: float | None) -> str:
 def ops_table(ops: dict[str, dict[str, Summary]]) -> str:
     present = [s for s in SUBJECTS if any(s in row for row in ops.values())]
     headers = ["op (ms p50 / p95 / p99)", *present, "raw/sandboxd", "sandboxd/floor"]
+    gvisor = "sandboxd runsc" in present
+    if gvisor:
+        headers.append("runsc/runc")
     rows = []
     for op, by_subject in ops.items():
         sbx = by_subject.get("sandboxd")
         raw = by_subject.get("raw exec")
         floor = by_subject.get("floor")
+        runsc = by_subject.get("sandboxd runsc")
         rows.append(
             [
                 op,
                 *(_triple(by_subject.get(s)) for s in present),
                 _ratio(raw.p50 if raw else None, sbx.p50 if sbx else None),
                 _ratio(sbx.p50 if sbx else None, floor.p50 if floor else None),
+                *(
+                    [_ratio(runsc.p50 if runsc else None, sbx.p50 if sbx else None)]
+                    if gvisor
+                    else []
+                ),
             ]
         )
     return _grid(headers, rows)
@@ -75,7 +84,9 @@ def render(results: dict[str, Any], targets: list[Target]) -> str:
                 ("sandboxd cold create -> first bash", "cold_create"),
                 ("sandboxd warm-pool create -> first bash", "warm_create"),
                 ("sandboxd delete", "delete"),
+                ("sandboxd runsc cold create -> first bash", "cold_create_runsc"),
             ]
+            if key in life
         ]
         parts += ["Lifecycle (ms p50 / p95 / p99)", _grid(["what", "ms", "n"], rows), ""]
     tp = results.get("throughput")
@@ -87,7 +98,13 @@ def render(results: dict[str, Any], targets: list[Target]) -> str:
                 str(v["calls"]),
                 f"{v['sandboxes']} x {v['callers_per_sandbox']}",
             ]
-            for name, v in (("file tool (read 1 KiB)", tp["file"]), ("bash true", tp["bash"]))
+            for name, key in (
+                ("file tool (read 1 KiB)", "file"),
+                ("bash true", "bash"),
+                ("runsc: file tool (read 1 KiB)", "file_runsc"),
+                ("runsc: bash true", "bash_runsc"),
+            )
+            if (v := tp.get(key))
         ]
         headers = ["calls", "calls/s", "n", "sandboxes x callers"]
         parts += ["Aggregate throughput", _grid(headers, rows), ""]

@@ -4,18 +4,18 @@ build and platform the engine runs."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import secrets
 from collections.abc import Iterator
-from pathlib import Path
 
 import anyio
 import docker
 import pytest
 
-from runtime_client import GrpcSandboxFactory, Runtime, SandboxOptions
-from sandboxd.backends import disk
+from runtime_client import GrpcSandboxFactory, NotFound, Runtime, SandboxOptions
 from tests.docker.everyday_commands import CASE_ENV, CASES, Case
-from tests.docker_fixtures import container_name
+from tests.helpers import Daemon
 
 pytestmark = [pytest.mark.docker, pytest.mark.anyio]
 
@@ -30,28 +30,16 @@ def _shared_id(runtime: Runtime) -> str:
 
 
 @pytest.fixture(scope="module")
-def shared_workspaces(docker_client: docker.DockerClient, namespace: str) -> Iterator[None]:
+def shared_workspaces(daemon: Daemon) -> Iterator[None]:
     yield
-    # A loaded host can take longer than docker-py's 60 s to stop a gVisor sandbox.
-    slow = docker.DockerClient(base_url=docker_client.api.base_url, timeout=300)
-    try:
-        _remove(slow, namespace)
-    finally:
-        slow.close()
 
+    async def delete() -> None:
+        async with GrpcSandboxFactory(daemon.target) as factory:
+            for runtime in RUNTIMES:
+                with contextlib.suppress(NotFound):
+                    await factory.transport.delete_sandbox(_shared_id(runtime))
 
-def _remove(docker_client: docker.DockerClient, namespace: str) -> None:
-    for runtime in RUNTIMES:
-        name = container_name(namespace, _shared_id(runtime))
-        try:
-            docker_client.containers.get(name).remove(force=True)
-        except docker.errors.NotFound:
-            continue
-        volume = docker_client.volumes.get(name)
-        image = (volume.attrs.get("Labels") or {}).get(disk.DISK_LABEL)
-        volume.remove(force=True)
-        if image:
-            disk.remove(Path(image))
+    asyncio.run(delete())  # through the daemon: container, volume and disk image
 
 
 def _params() -> list[object]:
