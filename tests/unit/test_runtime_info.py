@@ -92,3 +92,31 @@ def test_status_round_trips_through_proto_and_http() -> None:
         "platform": "ptrace",
         "available": True,
     }
+
+
+def test_sandboxctl_status_shows_runtimes() -> None:
+    from rich.console import Console
+
+    from sandboxd.ctl import render
+
+    status = ServerStatus(
+        version="1",
+        backend="docker",
+        namespace="ns",
+        pool=PoolStatus(),
+        runtimes=(
+            RuntimeInfo(name="runc", version="1.1.5", available=True),
+            RuntimeInfo(name="runsc", version="", platform="", available=False),
+        ),
+    )
+    assert render.status_json(status, {})["runtimes"][0] == {
+        "name": "runc",
+        "version": "1.1.5",
+        "platform": "",
+        "available": True,
+    }
+    console = Console(width=120, record=True)
+    console.print(render.status_table(status, {}, "unix:///x.sock"))
+    text = console.export_text()
+    assert "runtime runc" in text and "1.1.5" in text
+    assert "runtime runsc" in text and "not registered" in text
