@@ -11,7 +11,16 @@ from typing import Any
 from bench.stats import Summary
 from bench.targets import Target
 
-SUBJECTS = ("sandboxd", "sandboxd runsc", "raw exec", "floor", "swe-rex")
+SUBJECTS = (
+    "sandboxd",
+    "sandboxd unary",
+    "sandboxd verbs",
+    "sandboxd runsc",
+    "raw exec",
+    "floor",
+    "swe-rex session",
+    "swe-rex execute",
+)
 
 
 def _ms(value: float) -> str:
@@ -83,6 +92,8 @@ def render(results: dict[str, Any], targets: list[Target]) -> str:
                 ("bare docker run --rm IMAGE true", "docker_run"),
                 ("sandboxd cold create -> first bash", "cold_create"),
                 ("sandboxd warm-pool create -> first bash", "warm_create"),
+                ("burst of 5 creates, first after idle", "burst_first"),
+                ("burst of 5 creates, later bursts", "burst_later"),
                 ("sandboxd delete", "delete"),
                 ("sandboxd runsc cold create -> first bash", "cold_create_runsc"),
             ]
@@ -126,7 +137,7 @@ def render(results: dict[str, Any], targets: list[Target]) -> str:
         parts += [f"SWE-ReX: skipped ({swerex['skipped']})", ""]
     elif swerex:
         parts += [f"SWE-ReX: {swerex.get('note', '')}", ""]
-    parts += ["Targets (issue 5)", *(t.line() for t in targets)]
+    parts += ["Targets", *(t.line() for t in targets)]
     return "\n".join(parts)
 
 

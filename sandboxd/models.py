@@ -218,3 +218,37 @@ class ServerStatus:
     namespace: str
     pool: PoolStatus
     runtimes: tuple[RuntimeInfo, ...] = ()
+
+
+# ---------------------------------------------------------------- transfers
+
+
+@dataclass(frozen=True)
+class DownloadDone:
+    """The end of a download: bytes sent and their sha256."""
+
+    size: int
+    sha256: str
+    file_size: int  # the whole file's size when the download began
+
+
+@dataclass(frozen=True)
+class TreeUploadResult:
+    files: int
+    directories: int
+    symlinks: int
+    bytes: int
+
+
+@dataclass(frozen=True)
+class TreeDownloadDone:
+    entries: int
+    bytes: int
+    skipped: int  # sockets, FIFOs, devices, and files that vanished meanwhile
+
+
+@dataclass(frozen=True)
+class ForkResult:
+    sandbox: SandboxInfo
+    method: str  # reflink | copy
+    duration_ms: int

@@ -14,7 +14,7 @@ from openapi_spec_validator import validate
 from sandboxd.grpc.server import Server
 from tests.http.conftest import ADMIN, base_url
 
-pytestmark = [pytest.mark.grpc, pytest.mark.anyio]
+pytestmark = [pytest.mark.inproc, pytest.mark.anyio]
 
 OPERATIONS = {
     ("post", "/v1/sandboxes"),
@@ -23,7 +23,7 @@ OPERATIONS = {
     ("delete", "/v1/sandboxes/{instance_id}"),
     ("get", "/v1/status"),
     *(("post", f"/v1/sandboxes/{{instance_id}}/tools/{name}") for name in
-      ("read", "write", "edit", "bash", "grep", "glob")),
+      ("read", "write", "edit", "bash", "grep", "glob", "bash_output", "kill_shell")),
     ("get", "/v1/sandboxes/{instance_id}/files/content"),
     ("put", "/v1/sandboxes/{instance_id}/files/content"),
     ("get", "/v1/sandboxes/{instance_id}/files/stat"),
@@ -33,6 +33,11 @@ OPERATIONS = {
     ("post", "/v1/sandboxes/{instance_id}/files/remove"),
     ("post", "/v1/sandboxes/{instance_id}/exec"),
     ("post", "/v1/sandboxes/{instance_id}/exec/stream"),
+    ("put", "/v1/sandboxes/{instance_id}/files/upload"),
+    ("get", "/v1/sandboxes/{instance_id}/files/download"),
+    ("put", "/v1/sandboxes/{instance_id}/tree/upload"),
+    ("get", "/v1/sandboxes/{instance_id}/tree/download"),
+    ("post", "/v1/sandboxes/{instance_id}/fork"),
     ("get", "/healthz"),
     ("get", "/readyz"),
     ("get", "/metrics"),
@@ -40,7 +45,9 @@ OPERATIONS = {
 
 # Never fuzzed: the local backend has no isolation, so these would run commands or
 # change files on the host itself. They are exercised with fixed input in test_api.
-HOST_CHANGING = r"/(tools/(bash|write|edit)|exec(/stream)?|files/(mkdir|remove))$"
+HOST_CHANGING = (
+    r"/(tools/(bash|write|edit)|exec(/stream)?|files/(mkdir|remove|upload)|tree/upload|fork)$"
+)
 
 
 async def test_the_document_is_valid_openapi(anonymous: httpx.AsyncClient) -> None:
@@ -111,7 +118,7 @@ async def test_schemathesis_finds_no_server_error(
     out, _ = await process.communicate()
     text = out.decode(errors="replace")
     assert process.returncode == 0, text[-6000:]
-    assert "Selected: 15/23" in text, text[-3000:]
+    assert "Selected: 19/30" in text, text[-3000:]
     assert " passed" in text
     # The daemon is still whole after the fuzzing.
     assert (await client.get("/readyz")).status_code == 200
