@@ -45,7 +45,8 @@ class Plan:
 
     @classmethod
     def quick(cls) -> Plan:
-        return cls((3, 20), (2, 8), 2, 1.0, 3, 3, 2, 2)
+        # Even warm-ups: subjects sharing the "ops" sandbox each flip the edit file.
+        return cls((4, 20), (2, 8), 2, 1.0, 3, 3, 2, 2)
 
 
 def log(message: str) -> None:
