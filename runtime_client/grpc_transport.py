@@ -10,6 +10,7 @@ from typing import Any
 import grpc
 
 from runtime_client._status import mapped, mapped_stream
+from runtime_client.tool_stream import StreamUnsupported, ToolCallStream
 from sandboxd.grpc import convert
 from sandboxd.models import (
     DownloadDone,
@@ -34,11 +35,7 @@ from sandboxd.v1 import sandbox_pb2_grpc as pb_grpc
 _MAX_MESSAGE = 256 << 20  # the server enforces the real limits and says so
 
 
-class _BearerToken(
-    grpc.aio.UnaryUnaryClientInterceptor,  # type: ignore[misc]
-    grpc.aio.UnaryStreamClientInterceptor,  # type: ignore[misc]
-    grpc.aio.StreamUnaryClientInterceptor,  # type: ignore[misc]
-):
+class _BearerToken:
     """Adds ``authorization: Bearer`` to every call (needed on TCP listeners)."""
 
     def __init__(self, token: str) -> None:
@@ -48,16 +45,40 @@ class _BearerToken(
         metadata = [*(details.metadata or ()), self._header]
         return details._replace(metadata=metadata)
 
+
+# grpc.aio files each interceptor under the first call kind it implements, so
+# every kind needs an interceptor object of its own.
+class _UnaryUnaryToken(_BearerToken, grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
     async def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
         return await continuation(self._with_token(details), request)
 
+
+class _UnaryStreamToken(_BearerToken, grpc.aio.UnaryStreamClientInterceptor):  # type: ignore[misc]
     async def intercept_unary_stream(self, continuation: Any, details: Any, request: Any) -> Any:
         return await continuation(self._with_token(details), request)
 
+
+class _StreamUnaryToken(_BearerToken, grpc.aio.StreamUnaryClientInterceptor):  # type: ignore[misc]
     async def intercept_stream_unary(
         self, continuation: Any, details: Any, request_iterator: Any
     ) -> Any:
         return await continuation(self._with_token(details), request_iterator)
+
+
+class _StreamStreamToken(_BearerToken, grpc.aio.StreamStreamClientInterceptor):  # type: ignore[misc]
+    async def intercept_stream_stream(
+        self, continuation: Any, details: Any, request_iterator: Any
+    ) -> Any:
+        return await continuation(self._with_token(details), request_iterator)
+
+
+def _token_interceptors(token: str) -> list[Any]:
+    return [
+        _UnaryUnaryToken(token),
+        _UnaryStreamToken(token),
+        _StreamUnaryToken(token),
+        _StreamStreamToken(token),
+    ]
 
 
 class GrpcTransport:
@@ -66,6 +87,8 @@ class GrpcTransport:
         self._token = token
         self._channel: grpc.aio.Channel | None = None
         self._stub: pb_grpc.SandboxServiceStub | None = None
+        self._tool_stream: ToolCallStream | None = None
+        self._tool_stream_supported = True
 
     @property
     def stub(self) -> pb_grpc.SandboxServiceStub:
@@ -73,7 +96,7 @@ class GrpcTransport:
         if self._stub is None:
             self._channel = grpc.aio.insecure_channel(
                 self.target,
-                interceptors=[_BearerToken(self._token)] if self._token else None,
+                interceptors=_token_interceptors(self._token) if self._token else None,
                 options=[
                     ("grpc.max_receive_message_length", _MAX_MESSAGE),
                     ("grpc.max_send_message_length", _MAX_MESSAGE),
@@ -83,6 +106,9 @@ class GrpcTransport:
         return self._stub
 
     async def close(self) -> None:
+        if self._tool_stream is not None:
+            await self._tool_stream.close()
+            self._tool_stream = None
         if self._channel is not None:
             await self._channel.close()
         self._channel = None
@@ -225,16 +251,28 @@ class GrpcTransport:
     ) -> SandboxToolResult:
         # CallTool rather than the typed RPCs: the fields come back exactly as
         # the tool made them, so both factories hand out identical results.
-        reply = await self.stub.CallTool(
-            pb.CallToolRequest(
-                instance_id=instance_id,
-                name=name,
-                arguments_json=json.dumps(dict(arguments)),
-                tool_call_id=tool_call_id or "",
-            )
+        request = pb.CallToolRequest(
+            instance_id=instance_id,
+            name=name,
+            arguments_json=json.dumps(dict(arguments)),
+            tool_call_id=tool_call_id or "",
         )
+        reply = await self._call_tool(request)
         fields = json.loads(reply.fields_json or "{}")
         return SandboxToolResult(text=reply.text, is_error=reply.is_error, fields=fields)
+
+    async def _call_tool(self, request: pb.CallToolRequest) -> pb.CallToolResponse:
+        # Over the shared ToolCalls stream (cheaper per call); unary CallTool
+        # against a daemon that predates it.
+        if self._tool_stream_supported:
+            if self._tool_stream is None:
+                self._tool_stream = ToolCallStream(lambda: self.stub.ToolCalls())
+            try:
+                return await self._tool_stream.call(request)
+            except StreamUnsupported:
+                self._tool_stream_supported = False
+        reply: pb.CallToolResponse = await self.stub.CallTool(request)
+        return reply
 
     # ------------------------------------------------------------ transfers
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Protocol
-
-import anyio.to_thread
 
 from runtime_client import transfer_io
 from runtime_client.transfer_io import Progress, Source
@@ -188,9 +187,7 @@ class Sandbox:
         ``source`` is a local folder (sent as a tar stream), a local ``.tar``
         file, or tar bytes / an (async) iterable of tar chunks.
         """
-        if isinstance(source, str | os.PathLike) and await anyio.to_thread.run_sync(
-            os.path.isdir, source
-        ):
+        if isinstance(source, str | os.PathLike) and await asyncio.to_thread(os.path.isdir, source):
             chunks = transfer_io.chunks_of(transfer_io.tar_of(source), progress)
         else:
             chunks = transfer_io.chunks_of(source, progress)
@@ -285,6 +282,14 @@ class Sandbox:
                 workdir=workdir,
             ),
         )
+
+    async def bash_output(self, bash_id: str, *, filter: str | None = None) -> SandboxToolResult:
+        """New output of a background bash job since the last call, and its status."""
+        return await self.call_tool("bash_output", _given(bash_id=bash_id, filter=filter))
+
+    async def kill_shell(self, shell_id: str) -> SandboxToolResult:
+        """Stop a background bash job's whole process group."""
+        return await self.call_tool("kill_shell", {"shell_id": shell_id})
 
     async def grep(
         self,

@@ -1,4 +1,7 @@
-"""The six sandbox tools (read, write, edit, bash, grep, glob) bound to one ``Sandbox``.
+"""The sandbox tools bound to one ``Sandbox``.
+
+The six of TOOLS.md (read, write, edit, bash, grep, glob), and bash's
+background-job tools (bash_output, kill_shell).
 
 They hand the model's arguments to ``Sandbox.call_tool`` untouched: aliases,
 numeric strings and unknown keys are judged by the one implementation of the
@@ -19,7 +22,16 @@ from runtime_client.errors import SandboxUnavailable
 from runtime_client.sandbox import Sandbox
 from runtime_client.tools import Tool, ToolContext, ToolResult
 
-SANDBOX_TOOL_NAMES: tuple[str, ...] = ("read", "write", "edit", "bash", "grep", "glob")
+SANDBOX_TOOL_NAMES: tuple[str, ...] = (
+    "read",
+    "write",
+    "edit",
+    "bash",
+    "grep",
+    "glob",
+    "bash_output",
+    "kill_shell",
+)
 
 # bash enforces its own limit (at most 600 s); the runner's is only a backstop
 # for a sandbox that stops answering.
@@ -93,7 +105,8 @@ SCHEMAS: Mapping[str, dict[str, Any]] = {
             "timeout": _integer("Timeout in milliseconds (1000-600000, default 120000).", 1000),
             "description": _string("What the command does, in a few words (for logs)."),
             "run_in_background": _boolean(
-                "Start it in the background and return at once with a job id and log path."
+                "Start it in the background and return at once with a job id (e.g. bash_1) "
+                "to follow with bash_output and stop with kill_shell."
             ),
             "workdir": _string("Run in this folder without changing the saved working folder."),
         },
@@ -134,6 +147,19 @@ SCHEMAS: Mapping[str, dict[str, Any]] = {
         },
         ["pattern"],
     ),
+    "bash_output": _object(
+        {
+            "bash_id": _string("The background job's id, as bash returned it (e.g. bash_1)."),
+            "filter": _string(
+                "Regular expression: show only matching lines (the others still count as read)."
+            ),
+        },
+        ["bash_id"],
+    ),
+    "kill_shell": _object(
+        {"shell_id": _string("The background job's id, as bash returned it (e.g. bash_1).")},
+        ["shell_id"],
+    ),
 }
 
 DESCRIPTIONS: Mapping[str, str] = {
@@ -158,6 +184,11 @@ DESCRIPTIONS: Mapping[str, str] = {
         "default; output_mode=content shows the lines."
     ),
     "glob": "Find files by name pattern, newest first (e.g. **/*.py).",
+    "bash_output": (
+        "Get the new output of a background bash job since the last bash_output call, and "
+        "whether it is still running or how it ended."
+    ),
+    "kill_shell": "Stop a background bash job and every process it started.",
 }
 
 
@@ -185,6 +216,9 @@ _LOCK_KEYS = {
     "write": _path_keys,
     "edit": _path_keys,
     "bash": _bash_keys,
+    # Kept in the model's order with bash calls: a job is started, then read or stopped.
+    "bash_output": _bash_keys,
+    "kill_shell": _bash_keys,
 }
 
 
@@ -208,7 +242,7 @@ def sandbox_tool(
     scope: str | None = None,
     sequence: Iterator[int] | None = None,
 ) -> Tool[Mapping[str, Any]]:
-    """One of the six tools, bound to ``sandbox``.
+    """One of the sandbox tools, bound to ``sandbox``.
 
     A call that meets ``SandboxUnavailable`` (say, the daemon restarting) is
     sent once more with the same ``tool_call_id``, which sandboxd uses to
@@ -244,7 +278,7 @@ def sandbox_tool(
 
 
 def sandbox_tools(sandbox: Sandbox) -> list[Tool[Mapping[str, Any]]]:
-    """The six tools bound to ``sandbox``, in the order of TOOLS.md."""
+    """The sandbox tools bound to ``sandbox``, in the order of TOOLS.md."""
     scope, sequence = secrets.token_hex(8), itertools.count(1)
     return [
         sandbox_tool(sandbox, name, scope=scope, sequence=sequence) for name in SANDBOX_TOOL_NAMES
@@ -252,7 +286,7 @@ def sandbox_tools(sandbox: Sandbox) -> list[Tool[Mapping[str, Any]]]:
 
 
 def tools_for(factory: object, sandbox: Sandbox) -> list[Tool[Any]]:
-    """The factory's own tool set when it offers one, else the six tools."""
+    """The factory's own tool set when it offers one, else the sandbox tools."""
     if isinstance(factory, SandboxToolsProvider):
         return list(factory.tools(sandbox))
     return list(sandbox_tools(sandbox))

@@ -1,33 +1,32 @@
 """Local ends of transfers: files and folders on this machine as chunk streams.
 
 Blocking file and tar work runs on a worker thread and meets the event loop
-through a bounded memory stream, so a transfer of any size holds a few
-chunks in memory.
+through a bounded queue, so a transfer of any size holds a few chunks in
+memory. Standard library only (asyncio), like the rest of the client layer.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import tarfile
+import threading
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable
 from pathlib import Path
 from typing import IO, Any
 
-import anyio
-import anyio.from_thread
-import anyio.to_thread
-
-from sandboxd.executor.transfer import CHUNK
+#: Bytes read from a local file per chunk (the daemon re-chunks as it needs).
+CHUNK = 1 << 20
 
 Source = str | os.PathLike[str] | bytes | AsyncIterable[bytes] | Iterable[bytes]
 Progress = Callable[[int], None]
 
 
 async def file_chunks(path: str | os.PathLike[str]) -> AsyncIterator[bytes]:
-    handle = await anyio.to_thread.run_sync(lambda: open(path, "rb"))  # noqa: SIM115
+    handle = await asyncio.to_thread(open, path, "rb")
     try:
-        while chunk := await anyio.to_thread.run_sync(handle.read, CHUNK):
+        while chunk := await asyncio.to_thread(handle.read, CHUNK):
             yield chunk
     finally:
         handle.close()
@@ -60,58 +59,84 @@ async def _from_iterable(items: Iterable[bytes]) -> AsyncIterator[bytes]:
         yield item
 
 
+class _Bridge:
+    """A bounded queue from a worker thread to the event loop; the thread stops
+    (``_Stopped``) when the consumer goes away."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.queue: asyncio.Queue[bytes | None] = asyncio.Queue(maxsize=4)
+        self.stopped = threading.Event()
+
+    def put(self, item: bytes | None) -> None:
+        while True:
+            if self.stopped.is_set():
+                raise _Stopped
+            future = asyncio.run_coroutine_threadsafe(self.queue.put(item), self.loop)
+            try:
+                future.result(timeout=0.5)
+                return
+            except TimeoutError:
+                future.cancel()
+
+
+class _Stopped(Exception):
+    pass
+
+
 class _Writer:
     """A file object for tarfile that hands chunks to the event loop."""
 
-    def __init__(self, send: Callable[[bytes], Any]) -> None:
-        self._send = send
+    def __init__(self, bridge: _Bridge) -> None:
+        self._bridge = bridge
         self._buffer = bytearray()
 
     def write(self, data: bytes) -> int:
         self._buffer += data
         if len(self._buffer) >= CHUNK:
-            anyio.from_thread.run(self._send, bytes(self._buffer))
+            self._bridge.put(bytes(self._buffer))
             self._buffer.clear()
         return len(data)
 
     def flush_rest(self) -> None:
         if self._buffer:
-            anyio.from_thread.run(self._send, bytes(self._buffer))
+            self._bridge.put(bytes(self._buffer))
             self._buffer.clear()
 
 
 async def tar_of(folder: str | os.PathLike[str]) -> AsyncIterator[bytes]:
     """A tar stream of ``folder``'s contents (names relative to it, links kept)."""
     root = Path(folder)
-    if not await anyio.to_thread.run_sync(root.is_dir):
+    if not await asyncio.to_thread(root.is_dir):
         raise NotADirectoryError(f"{root} is not a folder")
-    send, receive = anyio.create_memory_object_stream[bytes | None](4)
+    bridge = _Bridge(asyncio.get_running_loop())
 
     def produce() -> None:
-        writer = _Writer(send.send)
-        with tarfile.open(fileobj=writer, mode="w|", format=tarfile.PAX_FORMAT) as tar:  # type: ignore[call-overload]
-            for dirpath, dirnames, filenames in os.walk(root):
-                dirnames.sort()
-                base = Path(dirpath)
-                for name in [*dirnames, *sorted(filenames)]:
-                    path = base / name
-                    tar.add(path, arcname=str(path.relative_to(root)), recursive=False)
-        writer.flush_rest()
+        writer = _Writer(bridge)
+        try:
+            with tarfile.open(fileobj=writer, mode="w|", format=tarfile.PAX_FORMAT) as tar:  # type: ignore[call-overload]
+                for dirpath, dirnames, filenames in os.walk(root):
+                    dirnames.sort()
+                    base = Path(dirpath)
+                    for name in [*dirnames, *sorted(filenames)]:
+                        path = base / name
+                        tar.add(path, arcname=str(path.relative_to(root)), recursive=False)
+            writer.flush_rest()
+        finally:
+            with contextlib.suppress(_Stopped):
+                bridge.put(None)
 
-    async with anyio.create_task_group() as group:
-
-        async def run() -> None:
-            try:
-                await anyio.to_thread.run_sync(produce)
-            finally:
-                await send.send(None)
-
-        group.start_soon(run)
-        async with receive:
-            async for chunk in receive:
-                if chunk is None:
-                    break
-                yield chunk
+    worker = asyncio.ensure_future(asyncio.to_thread(produce))
+    try:
+        while (chunk := await bridge.queue.get()) is not None:
+            yield chunk
+        await worker  # a failure of the tar thread is the caller's error
+    finally:
+        bridge.stopped.set()
+        while not bridge.queue.empty():
+            bridge.queue.get_nowait()
+        with contextlib.suppress(_Stopped, Exception):
+            await worker
 
 
 async def write_file(
@@ -122,11 +147,11 @@ async def write_file(
     target = Path(dest)
     temp = target.with_name(f".{target.name}.part")
     others: list[Any] = []
-    handle: IO[bytes] = await anyio.to_thread.run_sync(lambda: open(temp, "wb"))  # noqa: SIM115
+    handle: IO[bytes] = await asyncio.to_thread(open, temp, "wb")
     try:
         async for item in chunks:
             if isinstance(item, bytes):
-                await anyio.to_thread.run_sync(handle.write, item)
+                await asyncio.to_thread(handle.write, item)
             elif keep(item):
                 others.append(item)
         handle.close()
@@ -142,14 +167,15 @@ async def write_file(
 class _Reader:
     """A file object for tarfile that pulls chunks from the event loop."""
 
-    def __init__(self, pull: Callable[[], Any]) -> None:
+    def __init__(self, pull: Callable[[], Any], loop: asyncio.AbstractEventLoop) -> None:
         self._pull = pull
+        self._loop = loop
         self._buffer = b""
         self._eof = False
 
     def read(self, size: int = -1) -> bytes:
         while not self._buffer and not self._eof:
-            chunk = anyio.from_thread.run(self._pull)
+            chunk = asyncio.run_coroutine_threadsafe(self._pull(), self._loop).result()
             if chunk is None:
                 self._eof = True
             else:
@@ -167,7 +193,8 @@ async def extract_to(chunks: AsyncIterator[Any], dest: str | os.PathLike[str]) -
     devices); returns the non-byte items."""
     others: list[Any] = []
     folder = Path(dest)
-    await anyio.to_thread.run_sync(lambda: folder.mkdir(parents=True, exist_ok=True))
+    await asyncio.to_thread(folder.mkdir, parents=True, exist_ok=True)
+    loop = asyncio.get_running_loop()
 
     async def pull() -> bytes | None:
         async for item in chunks:
@@ -177,10 +204,10 @@ async def extract_to(chunks: AsyncIterator[Any], dest: str | os.PathLike[str]) -
         return None
 
     def extract() -> None:
-        with tarfile.open(fileobj=_Reader(pull), mode="r|") as tar:  # type: ignore[call-overload]
+        with tarfile.open(fileobj=_Reader(pull, loop), mode="r|") as tar:  # type: ignore[call-overload]
             tar.extractall(folder, filter="data")
 
-    await anyio.to_thread.run_sync(extract)
+    await asyncio.to_thread(extract)
     async for item in chunks:  # the summary after the end-of-archive blocks
         if not isinstance(item, bytes):
             others.append(item)

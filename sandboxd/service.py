@@ -274,13 +274,15 @@ class SandboxService:
         arguments: Mapping[str, Any],
         *,
         tool_call_id: str | None = None,
+        cwd: str | None = None,
     ) -> SandboxToolResult:
         """Run one of the six tools with the arguments a model produced.
 
         Aliases, coercion and unknown keys are the tool's business: a bad
         argument comes back as an ``is_error`` result the model can act on.
         With a ``tool_call_id``, a write, edit or bash that already completed
-        returns its recorded result instead of running again.
+        returns its recorded result instead of running again. ``cwd`` is the
+        folder the call runs in (relative paths and bash start there).
         """
         if tool_call_id is not None and (
             not tool_call_id or len(tool_call_id) > 256 or "\x00" in tool_call_id
@@ -290,10 +292,14 @@ class SandboxService:
             raise InvalidArgument(f"unknown tool {name!r}; the tools are {', '.join(TOOL_NAMES)}")
         if not isinstance(arguments, Mapping):
             raise InvalidArgument("tool arguments must be an object")
+        if cwd is not None and (not cwd or len(cwd) > 4096 or "\x00" in cwd):
+            raise InvalidArgument("cwd must be 1-4096 characters without NUL")
         workspace = await self._workspace(instance_id)
         request: dict[str, Any] = {"name": name, "args": dict(arguments)}
         if tool_call_id:
             request["tool_call_id"] = tool_call_id
+        if cwd:
+            request["cwd"] = cwd
         raw = await workspace.call("tool", request)
         fields = raw.get("fields")
         return SandboxToolResult(

@@ -66,6 +66,8 @@ class DockerBackend:
             make=self._make_pooled,
             discard=self._discard_pooled,
             usable=lambda workspace: workspace.connected,
+            ceiling=settings.pool_max,
+            parallel=settings.pool_parallel,
         )
 
     @property

@@ -255,15 +255,20 @@ def _tool(ex: Executor, args: Mapping[str, Any], cancel: threading.Event, emit: 
     tool_args = args.get("args") or {}
     if not isinstance(tool_args, Mapping):
         raise InvalidArgument("tool arguments must be an object")
+    cwd = args.get("cwd")
+    if cwd is not None and not isinstance(cwd, str):
+        raise InvalidArgument("cwd must be a string")
     call_id = args.get("tool_call_id")
     if call_id and name in RECORDED_TOOLS:
         return ex.records.run(
             _str(args, "tool_call_id"),
             name,
-            tool_args,
-            lambda: ex.tools.run(name, tool_args, cancel=cancel),
+            # The folder is part of what the call means: a replay under the
+            # same id from another folder is a different call.
+            {"args": tool_args, "cwd": cwd} if cwd else tool_args,
+            lambda: ex.tools.run(name, tool_args, cancel=cancel, cwd=cwd),
         )
-    return ex.tools.run(name, tool_args, cancel=cancel)
+    return ex.tools.run(name, tool_args, cancel=cancel, cwd=cwd)
 
 
 # ------------------------------------------------------------ transfers

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sandboxd.errors import InvalidArgument, NotFound, PermissionDenied, ResourceExhausted
+from sandboxd.executor.spawn import spawn
 
 #: Time between SIGTERM and SIGKILL for a process group that must stop.
 KILL_GRACE_SECONDS = 2.0
@@ -63,15 +64,8 @@ def run(
         raise NotFound(f"working directory {cwd} does not exist")
     started = time.monotonic()
     try:
-        proc = subprocess.Popen(
-            command,
-            cwd=cwd,
-            env=dict(env),
-            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-            close_fds=True,
+        proc = spawn(
+            command, cwd=cwd, env=env, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL
         )
     except FileNotFoundError as exc:
         raise NotFound(f"program not found: {command[0]}") from exc

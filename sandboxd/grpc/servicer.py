@@ -16,7 +16,8 @@ from sandboxd import validation
 from sandboxd.auth import Authenticator
 from sandboxd.errors import InvalidArgument
 from sandboxd.grpc import convert
-from sandboxd.grpc.status import streaming, unary
+from sandboxd.grpc.status import bidi, streaming, unary
+from sandboxd.grpc.tool_stream import ToolCallStream
 from sandboxd.models import DownloadDone, TreeDownloadDone
 from sandboxd.service import SandboxService
 from sandboxd.v1 import sandbox_pb2 as pb
@@ -150,17 +151,32 @@ class SandboxServicer(pb_grpc.SandboxServiceServicer):  # type: ignore[misc]
 
     @unary
     async def CallTool(self, request: pb.CallToolRequest, context: Context) -> pb.CallToolResponse:
+        return await self._call_tool(request)
+
+    async def _call_tool(self, request: pb.CallToolRequest) -> pb.CallToolResponse:
         arguments = validation.json_object(
             request.arguments_json or "{}",
             "arguments_json",
             self.service.settings.max_payload_bytes,
         )
         result = await self.service.call_tool(
-            request.instance_id, request.name, arguments, tool_call_id=request.tool_call_id or None
+            request.instance_id,
+            request.name,
+            arguments,
+            tool_call_id=request.tool_call_id or None,
+            cwd=request.cwd or None,
         )
         return pb.CallToolResponse(
             text=result.text, is_error=result.is_error, fields_json=json.dumps(dict(result.fields))
         )
+
+    @bidi
+    async def ToolCalls(
+        self, requests: AsyncIterator[pb.ToolCallsRequest], context: Context
+    ) -> AsyncIterator[pb.ToolCallsResponse]:
+        async with ToolCallStream(self._call_tool) as stream:
+            async for answer in stream.serve(requests):
+                yield answer
 
     async def _typed_tool(self, name: str, request: Any, response_type: type[R]) -> R:
         result = await self.service.call_tool(

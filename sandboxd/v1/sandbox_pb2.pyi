@@ -408,16 +408,18 @@ class ExecExit(_message.Message):
     def __init__(self, exit_code: _Optional[int] = ..., timed_out: _Optional[bool] = ..., duration_ms: _Optional[int] = ...) -> None: ...
 
 class CallToolRequest(_message.Message):
-    __slots__ = ("instance_id", "name", "arguments_json", "tool_call_id")
+    __slots__ = ("instance_id", "name", "arguments_json", "tool_call_id", "cwd")
     INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     ARGUMENTS_JSON_FIELD_NUMBER: _ClassVar[int]
     TOOL_CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    CWD_FIELD_NUMBER: _ClassVar[int]
     instance_id: str
     name: str
     arguments_json: str
     tool_call_id: str
-    def __init__(self, instance_id: _Optional[str] = ..., name: _Optional[str] = ..., arguments_json: _Optional[str] = ..., tool_call_id: _Optional[str] = ...) -> None: ...
+    cwd: str
+    def __init__(self, instance_id: _Optional[str] = ..., name: _Optional[str] = ..., arguments_json: _Optional[str] = ..., tool_call_id: _Optional[str] = ..., cwd: _Optional[str] = ...) -> None: ...
 
 class CallToolResponse(_message.Message):
     __slots__ = ("text", "is_error", "fields_json")
@@ -676,6 +678,34 @@ class GlobResponse(_message.Message):
     ignored: int
     ignored_incomplete: bool
     def __init__(self, text: _Optional[str] = ..., is_error: _Optional[bool] = ..., files: _Optional[_Iterable[str]] = ..., total: _Optional[int] = ..., truncated: _Optional[bool] = ..., next_offset: _Optional[int] = ..., ignored: _Optional[int] = ..., ignored_incomplete: _Optional[bool] = ...) -> None: ...
+
+class ToolCallsRequest(_message.Message):
+    __slots__ = ("call_id", "call", "cancel")
+    CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    CALL_FIELD_NUMBER: _ClassVar[int]
+    CANCEL_FIELD_NUMBER: _ClassVar[int]
+    call_id: int
+    call: CallToolRequest
+    cancel: bool
+    def __init__(self, call_id: _Optional[int] = ..., call: _Optional[_Union[CallToolRequest, _Mapping]] = ..., cancel: _Optional[bool] = ...) -> None: ...
+
+class ToolCallsResponse(_message.Message):
+    __slots__ = ("call_id", "result", "error")
+    CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    call_id: int
+    result: CallToolResponse
+    error: CallError
+    def __init__(self, call_id: _Optional[int] = ..., result: _Optional[_Union[CallToolResponse, _Mapping]] = ..., error: _Optional[_Union[CallError, _Mapping]] = ...) -> None: ...
+
+class CallError(_message.Message):
+    __slots__ = ("code", "message")
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    code: str
+    message: str
+    def __init__(self, code: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
 
 class UploadHeader(_message.Message):
     __slots__ = ("instance_id", "path", "create_parents", "expected_sha256", "mode")

@@ -144,6 +144,11 @@ class SandboxServiceStub:
                 request_serializer=sandboxd_dot_v1_dot_sandbox__pb2.GlobRequest.SerializeToString,
                 response_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.GlobResponse.FromString,
                 _registered_method=True)
+        self.ToolCalls = channel.stream_stream(
+                '/sandboxd.v1.SandboxService/ToolCalls',
+                request_serializer=sandboxd_dot_v1_dot_sandbox__pb2.ToolCallsRequest.SerializeToString,
+                response_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.ToolCallsResponse.FromString,
+                _registered_method=True)
         self.Upload = channel.stream_unary(
                 '/sandboxd.v1.SandboxService/Upload',
                 request_serializer=sandboxd_dot_v1_dot_sandbox__pb2.UploadRequest.SerializeToString,
@@ -322,6 +327,17 @@ class SandboxServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ToolCalls(self, request_iterator, context):
+        """Many CallTool calls over one long-lived stream, the path a busy agent
+        runtime should use: each request names a call_id that its answer echoes,
+        calls run concurrently and answer as they finish, and a failed call is an
+        answer with a status code (the stream itself goes on). Cheaper per call
+        than one unary RPC each.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Upload(self, request_iterator, context):
         """Moving work in and out (files of any size, whole trees) and forking.
         Bytes travel in chunks (1 MiB on every hop inside the daemon, with at
@@ -480,6 +496,11 @@ def add_SandboxServiceServicer_to_server(servicer, server):
                     servicer.Glob,
                     request_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.GlobRequest.FromString,
                     response_serializer=sandboxd_dot_v1_dot_sandbox__pb2.GlobResponse.SerializeToString,
+            ),
+            'ToolCalls': grpc.stream_stream_rpc_method_handler(
+                    servicer.ToolCalls,
+                    request_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.ToolCallsRequest.FromString,
+                    response_serializer=sandboxd_dot_v1_dot_sandbox__pb2.ToolCallsResponse.SerializeToString,
             ),
             'Upload': grpc.stream_unary_rpc_method_handler(
                     servicer.Upload,
@@ -1101,6 +1122,33 @@ class SandboxService:
             '/sandboxd.v1.SandboxService/Glob',
             sandboxd_dot_v1_dot_sandbox__pb2.GlobRequest.SerializeToString,
             sandboxd_dot_v1_dot_sandbox__pb2.GlobResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ToolCalls(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/sandboxd.v1.SandboxService/ToolCalls',
+            sandboxd_dot_v1_dot_sandbox__pb2.ToolCallsRequest.SerializeToString,
+            sandboxd_dot_v1_dot_sandbox__pb2.ToolCallsResponse.FromString,
             options,
             channel_credentials,
             insecure,

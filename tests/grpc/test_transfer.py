@@ -14,7 +14,7 @@ from runtime_client.errors import ResourceExhausted
 from tests import transfer_checks as checks
 from tests.helpers import Daemon
 
-pytestmark = [pytest.mark.grpc, pytest.mark.anyio]
+pytestmark = [pytest.mark.inproc, pytest.mark.anyio]
 
 
 @pytest.fixture(scope="module")

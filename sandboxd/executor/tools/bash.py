@@ -20,6 +20,7 @@ Fields:
                the job's log for background jobs
   background   True for run_in_background
   job_id, pid  background job number and process id (None otherwise)
+  bash_id      the job's id for bash_output and kill_shell ("bash_<job_id>")
 """
 
 from __future__ import annotations
@@ -35,7 +36,9 @@ import subprocess
 import threading
 import time
 
+from ..spawn import spawn
 from .args import Param, ToolSpec, get_bool, get_int, get_opt_str, get_str, parse
+from .jobs import Job, Jobs
 from .locks import FifoLock
 from .output import Capture, Cleaner
 from .paths import display, not_found, resolve
@@ -158,8 +161,7 @@ class Shell:
         self._lock = FifoLock()
         self._calls = itertools.count(1)
         self._job_ids = itertools.count(1)
-        self._jobs: dict[int, subprocess.Popen[bytes]] = {}
-        self._jobs_lock = threading.Lock()
+        self.jobs = Jobs(workdir)
 
     def _prepare(self) -> None:
         """(Re)create the state folders and scripts; a command may have removed them."""
@@ -176,25 +178,28 @@ class Shell:
         return ["bash", "-c", one_line, "bash", self.state, command, "1" if save_cwd else "0",
                 directory]  # fmt: skip
 
-    def run(self, raw: dict[str, object], cancel: threading.Event) -> ToolResult:
+    def run(
+        self, raw: dict[str, object], cancel: threading.Event, *, start: str | None = None
+    ) -> ToolResult:
+        """One command; ``start`` is the caller's folder (a relative workdir
+        resolves against it, and without one the command runs there)."""
         args = parse(SPEC, raw)
         command = get_str(args, "command")
         if not command.strip():
             raise ToolError('command is empty. Give a shell command to run, e.g. "ls -la".')
         timeout = get_int(args, "timeout")
         _check_timeout(timeout)
-        directory = ""
+        directory = start or ""
+        base = start or self.workdir
         raw_dir = get_opt_str(args, "workdir")
         if raw_dir:
-            directory = resolve(self.workdir, raw_dir, "workdir")
+            directory = resolve(base, raw_dir, "workdir")
             if not os.path.isdir(directory):
                 if os.path.exists(directory):
-                    raise ToolError(
-                        f"workdir {display(self.workdir, directory)} is a file, not a folder."
-                    )
+                    raise ToolError(f"workdir {display(base, directory)} is a file, not a folder.")
                 raise ToolError(
                     not_found(
-                        self.workdir,
+                        base,
                         directory,
                         "workdir",
                         "Create it first (mkdir -p), or run without workdir.",
@@ -216,14 +221,11 @@ class Shell:
         cleaner = Cleaner()
         with open(log_path, "wb") as log:
             capture = Capture(log, LOG_CAP_BYTES)
-            proc = subprocess.Popen(
+            proc = spawn(
                 self._argv("foreground.sh", command, not directory, directory),
                 cwd=self.workdir,
                 env=self.env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
-                start_new_session=True,
             )
             assert proc.stdout is not None
             fd = proc.stdout.fileno()
@@ -314,6 +316,7 @@ class Shell:
                 "log_path": shown_log if truncated else None,
                 "background": False,
                 "job_id": None,
+                "bash_id": None,
                 "pid": None,
             },
         )
@@ -323,26 +326,24 @@ class Shell:
         log_path = os.path.join(self.logs, f"job-{job_id}.log")
         started = time.monotonic()
         with open(log_path, "wb") as log:
-            proc = subprocess.Popen(
+            proc = spawn(
                 self._argv("background.sh", command, False, directory),
                 cwd=self.workdir,
                 env=self.env,
-                stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                start_new_session=True,
             )
-        with self._jobs_lock:
-            self._jobs[job_id] = proc
+        job = Job(job_id, proc, log_path, command)
+        self.jobs.add(job)
         shown_log = display(self.workdir, log_path)
         what = description or command
         if len(what) > 80:
             what = what[:77] + "..."
         text = (
-            f"Started background job {job_id} (pid {proc.pid}): {what}\n"
-            f"Its output goes to {shown_log}; check it with read or bash "
-            f"(tail -n 50 {shlex.quote(shown_log)}). Stop it with bash: kill {proc.pid} "
-            f"(or kill -- -{proc.pid} for its whole process group)."
+            f"Started background job {job.bash_id} (pid {proc.pid}): {what}\n"
+            f"Its output goes to {shown_log}. Follow it with bash_output "
+            f'(bash_id="{job.bash_id}"), which shows the output since the last check and '
+            f'whether it is still running; stop it with kill_shell (shell_id="{job.bash_id}").'
         )
         return ToolResult(
             text,
@@ -356,30 +357,16 @@ class Shell:
                 "log_path": shown_log,
                 "background": True,
                 "job_id": job_id,
+                "bash_id": job.bash_id,
                 "pid": proc.pid,
             },
         )
 
     def _reap(self) -> None:
-        """Collect finished background jobs so they do not linger as zombies."""
-        with self._jobs_lock:
-            for job_id, proc in list(self._jobs.items()):
-                if proc.poll() is not None:
-                    del self._jobs[job_id]
+        self.jobs.reap()
 
     def close(self) -> None:
-        with self._jobs_lock:
-            jobs = list(self._jobs.values())
-            self._jobs.clear()
-        for proc in jobs:
-            _signal_group(proc.pid, signal.SIGTERM)
-        deadline = time.monotonic() + KILL_GRACE
-        for proc in jobs:
-            try:
-                proc.wait(max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                _signal_group(proc.pid, signal.SIGKILL)
-                proc.wait()
+        self.jobs.close()
 
 
 def _signal_group(pgid: int, sig: int) -> None:

@@ -16,6 +16,7 @@ import subprocess
 import threading
 from collections.abc import Callable, Iterator
 
+from ..spawn import spawn
 from .grep_model import FileHits, Hit, InvalidPattern, Query, SearchStopped
 from .paths import display
 
@@ -77,13 +78,8 @@ def _lines(proc: subprocess.Popen[bytes], stop: Callable[[], bool]) -> Iterator[
 
 
 def search(rg: str, q: Query, stop: Callable[[], bool]) -> Iterator[FileHits]:
-    proc = subprocess.Popen(
-        command(rg, q),
-        cwd=q.workdir,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    # Same session as the executor: rg is stopped through its pipe, not a group kill.
+    proc = spawn(command(rg, q), cwd=q.workdir, new_session=False)
     errors: list[bytes] = []
     assert proc.stderr is not None
     stderr = proc.stderr
