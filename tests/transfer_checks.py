@@ -266,6 +266,6 @@ async def symlink_planted_by_the_workload(sandbox: Sandbox) -> None:
     await sandbox.make_dir("race/target", parents=True)
     planted = await sandbox.exec(["ln", "-s", "../outside", "sub"], cwd="race/target")
     assert planted.exit_code == 0, planted.stderr
-    with pytest.raises(InvalidArgument, match="'sub/x.txt'.*not a folder"):
+    with pytest.raises(InvalidArgument, match=r"'sub/x\.txt'.*not a folder"):
         await sandbox.upload_tree(_tar(("sub/x.txt", "file", "escaped")), "race/target")
     assert await sandbox.list_dir("race/outside") == []
