@@ -74,11 +74,9 @@ class _StreamStreamToken(_BearerToken, grpc.aio.StreamStreamClientInterceptor): 
 
 def _token_interceptors(token: str) -> list[Any]:
     return [
-        _UnaryUnaryToken(token),
-        _UnaryStreamToken(token),
-        _StreamUnaryToken(token),
-        _StreamStreamToken(token),
-    ]
+        kind(token) for kind in (_UnaryUnaryToken, _UnaryStreamToken, _StreamUnaryToken,
+                                 _StreamStreamToken)
+    ]  # fmt: skip
 
 
 class GrpcTransport:

@@ -23,6 +23,7 @@ import anyio
 from sandboxd.backends import clone
 from sandboxd.config import Settings
 from sandboxd.errors import AlreadyExists
+from sandboxd.executor.credits import WINDOW, Credits
 from sandboxd.executor.dispatch import Executor
 from sandboxd.models import ForkResult, PoolStatus, SandboxInfo, SandboxOptions
 from sandboxd.options import DEFAULT_WORKDIR, check_same, effective, overridden
@@ -86,9 +87,13 @@ class LocalWorkspace:
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         cancel = threading.Event()
+        # The same flow control as over the executor channel: the producer
+        # runs ahead of the consumer by one window at most.
+        credits = Credits(WINDOW)
 
         def emit(event: dict[str, Any]) -> None:
-            loop.call_soon_threadsafe(queue.put_nowait, ("ev", event))
+            if credits.take(cancel):
+                loop.call_soon_threadsafe(queue.put_nowait, ("ev", event))
 
         def work() -> None:
             try:
@@ -103,6 +108,7 @@ class LocalWorkspace:
                 kind, value = await queue.get()
                 if kind == "ev":
                     yield value
+                    credits.grant(1)
                 elif kind == "ok":
                     yield {"result": value}
                     return
