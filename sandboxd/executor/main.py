@@ -14,11 +14,13 @@ import errno
 import os
 import sys
 import threading
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, BinaryIO
 
 from sandboxd.errors import SandboxdError
-from sandboxd.executor import wire
+from sandboxd.executor import identity, wire
+from sandboxd.executor.bundle import SEPARATE
 from sandboxd.executor.dispatch import Executor
 from sandboxd.executor.wire import from_wire, to_wire
 
@@ -59,7 +61,10 @@ class _Server:
         self.out = out
         self.out_lock = threading.Lock()
         self.cancels: dict[int, threading.Event] = {}
-        self.pool = ThreadPoolExecutor(max_workers=MAX_WORKERS, thread_name_prefix="op")
+        # Workers act as the sandbox user (a no-op without privilege separation).
+        self.pool = ThreadPoolExecutor(
+            max_workers=MAX_WORKERS, thread_name_prefix="op", initializer=identity.become_user
+        )
 
     def send(self, message: dict[str, Any]) -> None:
         line = wire.encode(message)
@@ -133,9 +138,26 @@ class _Server:
             self.cancels.pop(request_id, None)
 
 
-def main(stdin: BinaryIO, bundle_id: str) -> None:
+def _separate(wanted: bool) -> None:
+    """Started as root by the Docker backend: keep the state root's, act as the user.
+
+    Without the bootstrap's ``separate`` argument (tests that run the bundle
+    on a host) or when not root, everything runs as the current user.
+    """
+    if not wanted or os.geteuid() != 0:
+        if wanted:
+            _log("privilege separation asked for, but not started as root: off")
+        os.makedirs(STATE_DIR, mode=0o700, exist_ok=True)
+        return
+    os.makedirs(STATE_DIR, mode=0o755, exist_ok=True)
+    os.chmod(STATE_DIR, 0o755)
+    identity.enable()
+    _log(f"privilege separation on: workload runs as {identity.active()}")
+
+
+def main(stdin: BinaryIO, bundle_id: str, argv: Sequence[str] = ()) -> None:
     _harden()
-    os.makedirs(STATE_DIR, mode=0o700, exist_ok=True)
+    _separate(SEPARATE in argv)
     executor = Executor(os.getcwd(), state_dir=STATE_DIR, bundle_id=bundle_id)
     server = _Server(executor, sys.stdout.buffer)
     for line in iter(stdin.readline, b""):

@@ -11,6 +11,8 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
+from sandboxd.executor import identity
+
 Target = int | IO[Any] | None
 
 
@@ -23,12 +25,22 @@ def spawn(
     stdout: Target = subprocess.PIPE,
     stderr: Target = subprocess.PIPE,
     new_session: bool = True,
+    pass_fds: Sequence[int] = (),
 ) -> subprocess.Popen[bytes]:
     """Start ``argv``; a new session (its own process group) unless told otherwise.
 
     A new session lets a timeout or a kill reach every descendant with one
-    ``killpg``; no descriptor of the executor leaks into the child.
+    ``killpg``; no descriptor of the executor leaks into the child but
+    ``pass_fds``. Under privilege separation (``identity``) the child runs as
+    the sandbox user with real, effective and saved ids all set, so it holds
+    no capability and cannot signal or trace the executor.
     """
+    user = identity.active()
+    if user is not None:
+        # The fork copies this thread's credentials: it must already act as
+        # the user, so the child's chdir and exec are checked with its rights
+        # and the id change below needs no capability.
+        identity.become_user()
     return subprocess.Popen(
         list(argv),
         cwd=cwd,
@@ -38,4 +50,7 @@ def spawn(
         stderr=stderr,
         start_new_session=new_session,
         close_fds=True,
+        pass_fds=tuple(pass_fds),
+        user=None if user is None else user.uid,
+        group=None if user is None else user.gid,
     )
