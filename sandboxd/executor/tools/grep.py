@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator
 from . import grep_py, grep_rg
 from .args import Param, ToolSpec, get_bool, get_int, get_opt_str, get_str, parse
 from .context import Context
+from .fsio import open_regular
 from .glob import search_root
 from .grep_model import FileHits, InvalidPattern, Query, SearchStopped
 from .grep_types import ALIASES, TYPES
@@ -104,7 +105,7 @@ def _query(ctx: Context, args: dict[str, object]) -> Query:
     is_file = os.path.isfile(root)
     if is_file:
         try:
-            with open(root, "rb") as fh:
+            with open_regular(root) as fh:
                 binary = is_binary(fh.read(BINARY_SNIFF_BYTES))
         except OSError:
             binary = False

@@ -66,28 +66,39 @@ class Walk:
 
     def __iter__(self) -> Iterator[Entry]:
         ignores = gitignore.ancestors(self.root) if self.respect_ignore else ()
-        return self._visit(self.root, "", ignores, False)
+        return self._walk(ignores)
 
-    def _visit(
+    def _enter(
         self, folder: str, rel: str, ignores: tuple[gitignore.IgnoreFile, ...], hidden: bool
-    ) -> Iterator[Entry]:
+    ) -> _Frame:
         if self.stop is not None and self.stop():
             raise WalkStopped
         if self.respect_ignore and not hidden:
             own = gitignore.load(folder)
             if own is not None:
                 ignores = (*ignores, own)
-        for entry in _sorted_entries(folder):
+        return _Frame(folder, rel, ignores, hidden, iter(_sorted_entries(folder)))
+
+    def _walk(self, ignores: tuple[gitignore.IgnoreFile, ...]) -> Iterator[Entry]:
+        # An explicit stack, not recursion: sandbox code can make a tree far
+        # deeper than Python's recursion limit.
+        stack = [self._enter(self.root, "", ignores, False)]
+        while stack:
+            frame = stack[-1]
+            entry = next(frame.entries, None)
+            if entry is None:
+                stack.pop()
+                continue
             if entry.name == ".git":
                 continue
-            path = os.path.join(folder, entry.name)
+            path = os.path.join(frame.folder, entry.name)
             try:
                 is_link = entry.is_symlink()
                 is_dir = entry.is_dir(follow_symlinks=False)
             except OSError:
                 continue
-            ignored = hidden or (
-                self.respect_ignore and gitignore.is_ignored(ignores, path, is_dir)
+            ignored = frame.hidden or (
+                self.respect_ignore and gitignore.is_ignored(frame.ignores, path, is_dir)
             )
             if ignored:
                 if not self.include_ignored:
@@ -99,6 +110,17 @@ class Walk:
             if is_dir:
                 if ignored and not self.descend_ignored:
                     continue
-                yield from self._visit(path, rel + entry.name + "/", ignores, ignored)
+                stack.append(
+                    self._enter(path, frame.rel + entry.name + "/", frame.ignores, ignored)
+                )
             else:
-                yield Entry(path, rel + entry.name, entry.name, is_link, ignored)
+                yield Entry(path, frame.rel + entry.name, entry.name, is_link, ignored)
+
+
+@dataclass
+class _Frame:
+    folder: str
+    rel: str
+    ignores: tuple[gitignore.IgnoreFile, ...]
+    hidden: bool
+    entries: Iterator[os.DirEntry[str]]
