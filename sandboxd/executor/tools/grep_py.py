@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 
 from .fsio import open_regular
 from .globpat import PatternError, compile_glob
-from .grep_model import FileHits, Hit, InvalidPattern, Query, SearchStopped
+from .grep_model import FileHits, Hit, InvalidPattern, Query, SearchStopped, TooDeep
 from .paths import display
 from .walk import Walk, WalkStopped
 
@@ -262,3 +262,5 @@ def search(q: Query, stop: Callable[[], bool]) -> Iterator[FileHits]:
                 raise SearchStopped
     except WalkStopped:
         raise SearchStopped from None
+    if walker.too_deep:
+        raise TooDeep(walker.too_deep)

@@ -23,6 +23,11 @@ class Entry:
     ignored: bool
 
 
+#: Linux's PATH_MAX, the NUL included: a folder whose path is this long cannot
+#: be opened by path, so a walk by paths stops there and says so.
+MAX_PATH_BYTES = 4096
+
+
 class WalkStopped(Exception):
     """The caller's stop check fired (cancelled, or past its deadline)."""
 
@@ -63,6 +68,8 @@ class Walk:
         self.stop = stop
         self.descend_ignored = descend_ignored
         self.ignored_incomplete = False
+        #: Folders not entered because their path is too long to open.
+        self.too_deep = 0
 
     def __iter__(self) -> Iterator[Entry]:
         ignores = gitignore.ancestors(self.root) if self.respect_ignore else ()
@@ -109,6 +116,9 @@ class Walk:
                 self.budget -= 1
             if is_dir:
                 if ignored and not self.descend_ignored:
+                    continue
+                if len(os.fsencode(path)) >= MAX_PATH_BYTES - 1:
+                    self.too_deep += 1
                     continue
                 stack.append(
                     self._enter(path, frame.rel + entry.name + "/", frame.ignores, ignored)
