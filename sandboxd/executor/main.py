@@ -61,13 +61,26 @@ class _Server:
         self.out = out
         self.out_lock = threading.Lock()
         self.cancels: dict[int, threading.Event] = {}
+        #: Requests accepted and not yet answered. At MAX_WORKERS a new one is
+        #: refused at once: the pool's queue would otherwise grow without
+        #: bound behind calls that never finish.
+        self.busy = 0
+        self.busy_lock = threading.Lock()
         # Workers act as the sandbox user (a no-op without privilege separation).
         self.pool = ThreadPoolExecutor(
             max_workers=MAX_WORKERS, thread_name_prefix="op", initializer=identity.become_user
         )
 
     def send(self, message: dict[str, Any]) -> None:
-        line = wire.encode(message)
+        try:
+            line = wire.encode(message)
+        except SandboxdError as exc:
+            # A reply that cannot be framed (text from the sandbox that is not
+            # valid Unicode) still answers its request, or the caller would wait.
+            request_id = message.get("id")
+            line = wire.encode(
+                {"id": request_id, "err": {"kind": exc.kind, "message": exc.message}}
+            )
         with self.out_lock:
             try:
                 self.out.write(line)
@@ -100,11 +113,28 @@ class _Server:
                 }
             )
             return
+        with self.busy_lock:
+            full = self.busy >= MAX_WORKERS
+            if not full:
+                self.busy += 1
+        if full:
+            self.send(
+                {
+                    "id": request_id,
+                    "err": {
+                        "kind": "resource_exhausted",
+                        "message": f"the sandbox is already running {MAX_WORKERS} calls; "
+                        "wait for some to finish, or restart the sandbox",
+                    },
+                }
+            )
+            return
         cancel = threading.Event()
         self.cancels[request_id] = cancel
         try:
             self.pool.submit(self.serve, request_id, op, args, cancel, bool(message.get("stream")))
         except RuntimeError as exc:  # "can't start new thread": the pids limit is reached
+            self._done()
             self.cancels.pop(request_id, None)
             self.send(
                 {
@@ -136,6 +166,11 @@ class _Server:
             self.send({"id": request_id, "err": {"kind": "internal", "message": f"{op}: {exc!r}"}})
         finally:
             self.cancels.pop(request_id, None)
+            self._done()
+
+    def _done(self) -> None:
+        with self.busy_lock:
+            self.busy -= 1
 
 
 def _separate(wanted: bool) -> None:

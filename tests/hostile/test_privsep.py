@@ -4,19 +4,13 @@ gVisor alike (issue 15, "forged tool results")."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
-import docker
 import pytest
 
-from runtime_client import GrpcSandboxFactory, PermissionDenied, Sandbox
-from sandboxd.models import Runtime, SandboxOptions
+from runtime_client import PermissionDenied, Sandbox
 from tests.helpers import Daemon
-from tests.hostile.support import assert_serving, force_remove
+from tests.hostile.support import assert_serving
 
 pytestmark = [pytest.mark.docker, pytest.mark.anyio, pytest.mark.timeout(180)]
-
-RUNTIMES = [Runtime.RUNC, Runtime.RUNSC]
 
 # The pids of processes that are not the sandbox user's: PID 1 and the executor.
 _ROOT_PIDS = (
@@ -24,26 +18,6 @@ _ROOT_PIDS = (
     "u=$(awk '/^Uid:/{print $2}' $p/status 2>/dev/null); "
     '[ "$u" = 0 ] && echo ${p#/proc/}; done'
 )
-
-
-@pytest.fixture(params=RUNTIMES, ids=lambda r: r.value)
-async def box(
-    request: pytest.FixtureRequest,
-    daemon: Daemon,
-    docker_client: docker.DockerClient,
-    namespace: str,
-    instance_id: str,
-) -> AsyncIterator[Sandbox]:
-    options = SandboxOptions(runtime=request.param)
-    async with GrpcSandboxFactory(daemon.target, options=options) as factory:
-        sandbox = await factory.create_sandbox(instance_id)
-        try:
-            yield sandbox
-        finally:
-            try:
-                await sandbox.delete()
-            except Exception:
-                force_remove(docker_client, namespace, instance_id)
 
 
 def _owner_mode(*paths: str) -> str:
