@@ -225,6 +225,7 @@ class SandboxService:
         for part in [*(request.argv or ()), request.shell or "", request.cwd]:
             if "\x00" in part:
                 raise InvalidArgument("command and cwd must not contain NUL bytes")
+            validation.text(part, "command and cwd")
         validation.env(request.env)
         self._check_payload(len(request.stdin), "stdin")
         timeout_ms = request.timeout_ms or self.settings.exec_timeout_ms
@@ -311,8 +312,13 @@ class SandboxService:
             raise InvalidArgument(f"unknown tool {name!r}; the tools are {', '.join(TOOL_NAMES)}")
         if not isinstance(arguments, Mapping):
             raise InvalidArgument("tool arguments must be an object")
+        validation.json_tree(dict(arguments), "tool arguments")
+        if tool_call_id is not None:
+            validation.text(tool_call_id, "tool_call_id")
         if cwd is not None and (not cwd or len(cwd) > 4096 or "\x00" in cwd):
             raise InvalidArgument("cwd must be 1-4096 characters without NUL")
+        if cwd is not None:
+            validation.text(cwd, "cwd")
         workspace = await self._workspace(instance_id)
         request: dict[str, Any] = {"name": name, "args": dict(arguments)}
         if tool_call_id:

@@ -41,6 +41,7 @@ from sandboxd.errors import (
     PermissionDenied,
     ResourceExhausted,
 )
+from sandboxd.executor import logs
 from sandboxd.executor.spawn import spawn
 
 #: Recent output kept per process for re-attaching clients.
@@ -102,12 +103,14 @@ class Process:
         *,
         master: int | None,
         log_path: str,
+        log_fd: int,
     ) -> None:
         self.handle = handle
         self.proc = proc
         self.command = command
         self.master = master
         self.log_path = log_path
+        self._log_fd = log_fd  # created by the executor (logs.create), written here only
         self.started = time.time()
         self.output = _Output()
         self.cond = threading.Condition()
@@ -137,7 +140,7 @@ class Process:
         sources = self._sources()
         exited_at: float | None = None
         try:
-            with open(self.log_path, "wb") as log:
+            with open(self._log_fd, "wb") as log:
                 logged = 0
                 while sources:
                     if exited_at is None and self.proc.poll() is not None:
@@ -339,8 +342,9 @@ class Processes:
                 )
             self._forget_finished()
             handle = f"proc_{next(self._ids)}"
-        os.makedirs(self.logs, exist_ok=True)
+        logs.prepare(self.logs)
         log_path = os.path.join(self.logs, f"{handle}.log")
+        log_fd = logs.create(self.logs, f"{handle}.log")
         master: int | None = None
         slave: int | None = None
         try:
@@ -351,20 +355,22 @@ class Processes:
             else:
                 proc = spawn(command, cwd=cwd, env=env, stdin=subprocess.PIPE)
         except FileNotFoundError as exc:
-            _close(master)
+            _close(master, log_fd)
             raise NotFound(f"program not found: {command[0]}") from exc
         except PermissionError as exc:
-            _close(master)
+            _close(master, log_fd)
             raise PermissionDenied(f"program not executable: {command[0]}") from exc
         except BlockingIOError as exc:
-            _close(master)
+            _close(master, log_fd)
             raise ResourceExhausted(
                 "cannot start a process: the sandbox reached its pids limit; stop some "
                 "processes or restart the sandbox"
             ) from exc
         finally:
             _close(slave)
-        process = Process(handle, proc, list(command), master=master, log_path=log_path)
+        process = Process(
+            handle, proc, list(command), master=master, log_path=log_path, log_fd=log_fd
+        )
         with self._lock:
             self._procs[handle] = process
         return process.info()
@@ -398,10 +404,11 @@ class Processes:
             process.stop()
 
 
-def _close(fd: int | None) -> None:
-    if fd is not None:
-        with contextlib.suppress(OSError):
-            os.close(fd)
+def _close(*fds: int | None) -> None:
+    for fd in fds:
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
 def check_signal(number: Any) -> int:
