@@ -137,6 +137,10 @@ def render(results: dict[str, Any], targets: list[Target]) -> str:
         parts += [f"SWE-ReX: skipped ({swerex['skipped']})", ""]
     elif swerex:
         parts += [f"SWE-ReX: {swerex.get('note', '')}", ""]
+    if results.get("transfer"):
+        from bench import transfer
+
+        parts += [transfer.render(results["transfer"]), ""]
     parts += ["Targets", *(t.line() for t in targets)]
     return "\n".join(parts)
 

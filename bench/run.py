@@ -24,7 +24,7 @@ from typing import Any
 from bench import fixtures as fx
 from bench import scenarios, subjects
 from bench.report import render, write_json
-from bench.resources import Resources, interrupt_on_sigterm
+from bench.resources import IMAGE, Resources, interrupt_on_sigterm
 from bench.stats import Op, Summary, summarize, time_interleaved
 from bench.targets import evaluate
 from runtime_client import GrpcSandboxFactory, Sandbox
@@ -214,6 +214,14 @@ async def bench(res: Resources, plan: Plan, args: argparse.Namespace, stamp: str
     if cold_runsc is not None:
         results["lifecycle"]["cold_create_runsc"] = cold_runsc
 
+    if args.transfer:
+        from bench import transfer
+
+        log("moving files in and out: trees vs docker cp, fork, 1 GiB upload")
+        results["transfer"] = await transfer.measure(
+            target, res.docker, dict(res.labels), IMAGE, res.tmp
+        )
+
     if args.swerex:
         from bench import swerex
 
@@ -250,6 +258,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", action="store_true", help="py-spy the daemon's hot path")
     parser.add_argument(
         "--no-swerex", dest="swerex", action="store_false", help="skip the SWE-ReX peer"
+    )
+    parser.add_argument(
+        "--no-transfer", dest="transfer", action="store_false", help="skip bench.transfer"
     )
     args = parser.parse_args(argv)
     plan = Plan.quick() if args.quick else Plan()

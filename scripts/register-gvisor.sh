@@ -27,6 +27,8 @@
 set -euo pipefail
 
 log() { echo "[register-gvisor] $*" >&2; }
+# shellcheck source=scripts/lib/apt.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/apt.sh"
 die() { echo "[register-gvisor] ERROR: $*" >&2; exit 1; }
 
 DAEMON_JSON="${SANDBOXD_DOCKER_DAEMON_JSON:-/etc/docker/daemon.json}"
@@ -57,14 +59,16 @@ done
 
 # ---- 2. fetch one from the newer suite (private apt state) ------------------
 fetch_from_suite() {
-    local work sources opts version deb
+    local work sources opts version deb mirror
     command -v apt-get >/dev/null 2>&1 || return 1
     work="$(mktemp -d)"
     # shellcheck disable=SC2064
     trap "rm -rf '$work'" RETURN
     mkdir -p "$work/lists/partial" "$work/archives/partial" "$work/dl"
     sources="$work/sources.list"
-    echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian $SUITE main" >"$sources"
+    # The host's own Debian mirror, asked for the newer suite.
+    mirror="$(pick_mirror "$SUITE")" || { log "no Debian mirror in the host's apt sources"; return 1; }
+    echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $mirror $SUITE main" >"$sources"
     opts=(-o "Dir::Etc::SourceList=$sources" -o "Dir::Etc::SourceParts=/dev/null"
         -o "Dir::Etc::Preferences=/dev/null" -o "Dir::Etc::PreferencesParts=/dev/null"
         -o "Dir::State::Lists=$work/lists" -o "Dir::Cache::Archives=$work/archives"
