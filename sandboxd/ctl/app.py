@@ -37,6 +37,7 @@ from runtime_client.sandbox import Sandbox
 from sandboxd.ctl import render
 from sandboxd.ctl.connect import DEFAULT_TARGET, Connection, fail, health, run
 from sandboxd.models import ExecExit, ExecOutput, SandboxOptions, SandboxToolResult
+from sandboxd.tool_contract import BASH_MAX_TIMEOUT_MS, BASH_MIN_TIMEOUT_MS
 
 app = typer.Typer(
     name="sandboxctl",
@@ -222,7 +223,9 @@ def bash(
     ctx: typer.Context,
     instance_id: InstanceId,
     command: Annotated[str, typer.Argument(help="run by bash -c; cd and export persist")],
-    timeout: Annotated[int | None, typer.Option(help="milliseconds (1000-600000)")] = None,
+    timeout: Annotated[
+        int | None, typer.Option(help=f"milliseconds ({BASH_MIN_TIMEOUT_MS}-{BASH_MAX_TIMEOUT_MS})")
+    ] = None,
     workdir: Annotated[str | None, typer.Option(help="run in this folder")] = None,
     background: Annotated[bool, typer.Option("--background", help="return a job id")] = False,
     as_json: JsonFlag = False,
@@ -333,6 +336,31 @@ def exec_(
                 if event.timed_out:
                     err.print(f"sandboxctl: timed out after {event.duration_ms} ms")
         return status
+
+    raise typer.Exit(run(_conn(ctx), action))
+
+
+@app.command()
+def shell(
+    ctx: typer.Context,
+    instance_id: InstanceId,
+    command: Annotated[
+        list[str] | None, typer.Argument(help="program and arguments after -- (default: bash)")
+    ] = None,
+    cwd: Annotated[str, typer.Option(help="working folder")] = "",
+) -> None:
+    """An interactive terminal in the workspace (like docker exec -it); exits with its status."""
+    from sandboxd.ctl.shell import interactive
+
+    async def action(factory: GrpcSandboxFactory) -> int:
+        sandbox = Sandbox(factory.transport, instance_id)
+        return await interactive(
+            sandbox,
+            list(command or ["bash"]),
+            stdin_fd=sys.stdin.fileno(),
+            stdout=sys.stdout.buffer,
+            cwd=cwd,
+        )
 
     raise typer.Exit(run(_conn(ctx), action))
 

@@ -7,7 +7,9 @@ descriptors, and later its identity — is decided once, not at each call site.
 
 from __future__ import annotations
 
+import fcntl
 import subprocess
+import termios
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
@@ -23,12 +25,20 @@ def spawn(
     stdout: Target = subprocess.PIPE,
     stderr: Target = subprocess.PIPE,
     new_session: bool = True,
+    terminal: int | None = None,
 ) -> subprocess.Popen[bytes]:
     """Start ``argv``; a new session (its own process group) unless told otherwise.
 
     A new session lets a timeout or a kill reach every descendant with one
     ``killpg``; no descriptor of the executor leaks into the child.
+
+    ``terminal`` is the slave end of a pseudo-terminal: it becomes the
+    child's stdin, stdout, stderr and controlling terminal (so ``tty``,
+    job control and SIGWINCH work), in a session of its own.
     """
+    if terminal is not None:
+        stdin = stdout = stderr = terminal
+        new_session = True
     return subprocess.Popen(
         list(argv),
         cwd=cwd,
@@ -38,4 +48,11 @@ def spawn(
         stderr=stderr,
         start_new_session=new_session,
         close_fds=True,
+        preexec_fn=None if terminal is None else _take_terminal,
     )
+
+
+def _take_terminal() -> None:
+    # Runs in the child after setsid: fd 0 (the slave) becomes the
+    # session's controlling terminal.
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)

@@ -6,6 +6,8 @@ protobuf never leaks past the transport on either side.
 
 from __future__ import annotations
 
+import json
+import logging
 from typing import Any, TypeVar
 
 from sandboxd.models import (
@@ -18,13 +20,22 @@ from sandboxd.models import (
     FileInfo,
     FileType,
     PoolStatus,
+    ProcessChunk,
+    ProcessEvent,
+    ProcessExit,
+    ProcessInfo,
+    ProcessRequest,
     Runtime,
+    RuntimeInfo,
     SandboxInfo,
     SandboxOptions,
     SandboxToolResult,
     ServerStatus,
+    ToolDescription,
 )
 from sandboxd.v1 import sandbox_pb2 as pb
+
+log = logging.getLogger(__name__)
 
 _RUNTIME_TO_PB = {
     None: pb.RUNTIME_UNSPECIFIED,
@@ -213,6 +224,12 @@ def status_to_pb(status: ServerStatus) -> pb.GetStatusResponse:
         pool=pb.PoolStatus(
             size=pool.size, ready=pool.ready, served=pool.served, started=pool.started
         ),
+        runtimes=[
+            pb.RuntimeInfo(
+                name=r.name, version=r.version, platform=r.platform, available=r.available
+            )
+            for r in status.runtimes
+        ],
     )
 
 
@@ -223,6 +240,10 @@ def status_from_pb(message: pb.GetStatusResponse) -> ServerStatus:
         backend=message.backend,
         namespace=message.namespace,
         pool=PoolStatus(size=pool.size, ready=pool.ready, served=pool.served, started=pool.started),
+        runtimes=tuple(
+            RuntimeInfo(name=r.name, version=r.version, platform=r.platform, available=r.available)
+            for r in message.runtimes
+        ),
     )
 
 
@@ -243,6 +264,11 @@ _TOOL_PARAM = {
 _ALWAYS_SENT = {"file_path", "content", "old_string", "new_string", "command", "pattern"}
 
 
+def tool_param_name(field_name: str) -> str:
+    """The tool's own name of a typed request's field."""
+    return _TOOL_PARAM.get(field_name, field_name)
+
+
 def tool_args_from_pb(message: Any) -> dict[str, Any]:
     """Canonical tool arguments from a typed request: only what was set."""
     args: dict[str, Any] = {}
@@ -255,12 +281,17 @@ def tool_args_from_pb(message: Any) -> dict[str, Any]:
                 continue
         elif field.name not in _ALWAYS_SENT and not value:
             continue
-        args[_TOOL_PARAM.get(field.name, field.name)] = value
+        args[tool_param_name(field.name)] = value
     return args
 
 
 def tool_response_to_pb(response_type: type[R], result: SandboxToolResult) -> R:
-    """A typed tool response; fields the message lacks stay in CallTool only."""
+    """A typed tool response.
+
+    Every field a tool documents has its place in the message (a drift test,
+    tests/unit/test_tool_contract.py, holds the tools' docstrings and the
+    proto together); anything else stays in CallTool's fields_json.
+    """
     message = response_type(text=result.text, is_error=result.is_error)  # type: ignore[call-arg]
     for field in response_type.DESCRIPTOR.fields:  # type: ignore[attr-defined]
         value = result.fields.get(field.name)
@@ -273,6 +304,117 @@ def tool_response_to_pb(response_type: type[R], result: SandboxToolResult) -> R:
                 setattr(message, field.name, value)
         except (TypeError, ValueError):
             # Fields come from inside a sandbox: a malformed one is dropped,
-            # never allowed to fail the call.
+            # never allowed to fail the call, but not without a trace.
+            log.warning(
+                "%s: dropped field %s with a value of type %s",
+                response_type.__name__,
+                field.name,
+                type(value).__name__,
+            )
             continue
     return message
+
+
+def tool_descriptions_to_pb(tools: list[ToolDescription]) -> pb.ListToolsResponse:
+    return pb.ListToolsResponse(
+        tools=[
+            pb.ToolDescription(
+                name=tool.name,
+                description=tool.description,
+                input_schema_json=json.dumps(tool.input_schema),
+            )
+            for tool in tools
+        ]
+    )
+
+
+def tool_descriptions_from_pb(message: pb.ListToolsResponse) -> list[ToolDescription]:
+    tools = []
+    for tool in message.tools:
+        schema = json.loads(tool.input_schema_json or "{}")
+        tools.append(
+            ToolDescription(
+                name=tool.name,
+                description=tool.description,
+                input_schema=schema if isinstance(schema, dict) else {},
+            )
+        )
+    return tools
+
+
+# ---------------------------------------------------------------- processes
+
+
+def process_request_to_pb(instance_id: str, request: ProcessRequest) -> pb.StartProcessRequest:
+    message = pb.StartProcessRequest(instance_id=instance_id, cwd=request.cwd, env=request.env)
+    if request.argv is not None:
+        message.argv.args.extend(request.argv)
+    if request.shell is not None:
+        message.shell = request.shell
+    if request.pty is not None:
+        message.pty.rows, message.pty.cols = request.pty
+    return message
+
+
+def process_request_from_pb(message: pb.StartProcessRequest) -> ProcessRequest:
+    command = message.WhichOneof("command")
+    return ProcessRequest(
+        argv=tuple(message.argv.args) if command == "argv" else None,
+        shell=message.shell if command == "shell" else None,
+        cwd=message.cwd,
+        env=dict(message.env),
+        pty=(message.pty.rows, message.pty.cols) if message.HasField("pty") else None,
+    )
+
+
+def process_info_to_pb(info: ProcessInfo) -> pb.ProcessInfo:
+    return pb.ProcessInfo(
+        handle=info.handle,
+        pid=info.pid,
+        command=info.command,
+        state=info.state,
+        exit_code=info.exit_code,
+        signal=info.signal,
+        pty=info.pty,
+        started=info.started,
+        output_bytes=info.output_bytes,
+        log_path=info.log_path,
+    )
+
+
+def process_info_from_pb(message: pb.ProcessInfo) -> ProcessInfo:
+    return ProcessInfo(
+        handle=message.handle,
+        pid=message.pid,
+        command=tuple(message.command),
+        state=message.state,
+        exit_code=message.exit_code if message.HasField("exit_code") else None,
+        signal=message.signal if message.HasField("signal") else None,
+        pty=message.pty,
+        started=message.started,
+        output_bytes=message.output_bytes,
+        log_path=message.log_path,
+    )
+
+
+def process_event_to_pb(event: ProcessEvent) -> pb.ProcessOutput:
+    if isinstance(event, ProcessExit):
+        return pb.ProcessOutput(
+            exit=pb.ProcessExit(
+                info=process_info_to_pb(event.info), missed=event.missed, offset=event.offset
+            )
+        )
+    return pb.ProcessOutput(
+        chunk=pb.ProcessChunk(stream=event.stream, data=event.data, offset=event.offset)
+    )
+
+
+def process_event_from_pb(message: pb.ProcessOutput) -> ProcessEvent:
+    if message.WhichOneof("event") == "exit":
+        return ProcessExit(
+            info=process_info_from_pb(message.exit.info),
+            missed=message.exit.missed,
+            offset=message.exit.offset,
+        )
+    chunk = message.chunk
+    return ProcessChunk(stream=chunk.stream or "stdout", data=chunk.data, offset=chunk.offset)
