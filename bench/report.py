@@ -13,6 +13,7 @@ from bench.targets import Target
 
 SUBJECTS = (
     "sandboxd",
+    "sandboxd unary",
     "sandboxd verbs",
     "raw exec",
     "floor",

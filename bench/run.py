@@ -87,9 +87,13 @@ async def bench(res: Resources, plan: Plan, args: argparse.Namespace, stamp: str
     raw = subjects.RawExecSubject(res.docker, res.labels, f"sandboxd-bench-raw-{res.run_id}")
     raw.start()
     floor = subjects.FloorSubject(res.tmp / "floor")
-    async with GrpcSandboxFactory(target) as factory:
+    async with GrpcSandboxFactory(target) as factory, GrpcSandboxFactory(target) as unary:
         sandbox = await factory.create_sandbox("ops")
         sbx = subjects.SandboxdSubject(sandbox)
+        # The same sandbox with one unary CallTool RPC per call (the path before
+        # ToolCalls): the difference is what the shared stream saves.
+        unary.transport._tool_stream_supported = False
+        sbx_unary = subjects.SandboxdSubject(await unary.create_sandbox("ops"))
         log("laying out the fixtures (1 KiB files, a 1,000-file tree) in all three subjects")
         await asyncio.gather(sbx.setup(), asyncio.to_thread(_sync, raw.setup), floor.setup())
 
@@ -99,6 +103,7 @@ async def bench(res: Resources, plan: Plan, args: argparse.Namespace, stamp: str
             plan,
             {
                 "sandboxd": sbx.ops(),
+                "sandboxd unary": sbx_unary.ops(),
                 "sandboxd verbs": verbs.ops(),
                 "raw exec": raw.ops(),
                 "floor": floor.ops(),

@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
-# Host tools the test suite needs besides Docker: ripgrep, so the grep tool's
-# two engines (rg and the pure-Python fallback) are compared on the host too;
-# tmux, a real terminal for the `sandboxctl shell` test.
+# Host tools the test suite needs besides Docker: ripgrep (the grep tool's two
+# engines are compared on the host too), docker-compose (the example
+# deploy/compose.yaml is checked by the real tool) and tmux (a real terminal
+# for the `sandboxctl shell` test). Idempotent.
 set -euo pipefail
 
 log() { echo "[ensure-host-tools] $*" >&2; }
 
+# command -> Debian package
+declare -A TOOLS=([rg]=ripgrep [docker-compose]=docker-compose [tmux]=tmux)
+
 missing=()
-command -v rg >/dev/null 2>&1 || missing+=(ripgrep)
-command -v tmux >/dev/null 2>&1 || missing+=(tmux)
-if [ "${#missing[@]}" -eq 0 ]; then
-    exit 0
-fi
+for cmd in "${!TOOLS[@]}"; do
+    command -v "$cmd" >/dev/null 2>&1 || missing+=("${TOOLS[$cmd]}")
+done
+[ "${#missing[@]}" -eq 0 ] && exit 0
 if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
-    log "missing: ${missing[*]}: install with your package manager"
+    log "missing host tools: ${missing[*]}: install them with your package manager"
     exit 1
 fi
 # shellcheck source=scripts/lib/apt.sh

@@ -448,8 +448,7 @@ export class SandboxdClient {
   // ------------------------------------------------------------ exec
 
   async exec(instanceId: string, request: ExecRequest, options?: CallOptions): Promise<ExecResult> {
-    const { instanceId: _, ...rest } = execToProto(instanceId, request) as { instanceId: string };
-    return this.on<ExecResult>(instanceId, 'Exec', rest, options);
+    return this.on<ExecResult>(instanceId, 'Exec', execToProto(instanceId, request), options);
   }
 
   /** Output as it is produced, then one `exit` event. Abort cancels the command. */

@@ -169,6 +169,12 @@ export function sandboxdDriver(binding: Binding, options: SandboxdFactoryOptions
         opts?.signal ? { signal: opts.signal } : {},
       );
       let stderr = result.stderr.toString('utf8');
+      for (const [cut, stream] of [
+        [result.stdoutTruncated, 'stdout'],
+        [result.stderrTruncated, 'stderr'],
+      ] as const) {
+        if (cut) stderr += `${stderr && !stderr.endsWith('\n') ? '\n' : ''}[sandboxd: ${stream} was cut at the daemon's output limit]\n`;
+      }
       if (result.timedOut) {
         // timeout(1)'s convention, as Flue's adapters report a deadline.
         stderr += `${stderr && !stderr.endsWith('\n') ? '\n' : ''}[sandboxd: timed out after ${timeoutMs} ms; the command was stopped]\n`;
@@ -225,6 +231,8 @@ export function sandboxdTools(sandbox: Sandbox): AgentTool[] {
   }));
 }
 
+const workdirs = new Map<string, string>();
+
 /** A Flue SandboxFactory whose instances are sandboxd workspaces. */
 export function sandboxdFactory(options: SandboxdFactoryOptions = {}): SandboxFactory {
   const client = sharedClient(options);
@@ -233,9 +241,15 @@ export function sandboxdFactory(options: SandboxdFactoryOptions = {}): SandboxFa
     async createSandbox({ id }) {
       const instanceId = instanceIdFor(id, options.instancePrefix);
       await client.createSandbox(instanceId, options.sandbox);
-      // The workdir's real path (the local backend's is a host folder).
-      const pwd = await client.exec(instanceId, { argv: ['pwd'] });
-      const cwd = posix.normalize(pwd.stdout.toString('utf8').trim() || '/workspace');
+      // The workdir's real path (the local backend's is a host folder),
+      // asked once: Flue calls createSandbox for every message.
+      const key = `${client.target}\u0000${instanceId}`;
+      let cwd = workdirs.get(key);
+      if (cwd === undefined) {
+        const pwd = await client.exec(instanceId, { argv: ['pwd'] });
+        cwd = posix.normalize(pwd.stdout.toString('utf8').trim() || '/workspace');
+        workdirs.set(key, cwd);
+      }
       const binding: Binding = { client, instanceId, workdir: cwd, runId: options.runId ?? '' };
       return sandboxFromDriver(sandboxdDriver(binding, options), cwd);
     },

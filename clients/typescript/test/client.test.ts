@@ -104,15 +104,17 @@ for (const backend of backends()) {
       assert.equal(timed.timedOut, true);
     });
 
-    for (const how of ['exec', 'execStream'] as const) {
+    for (const how of ['exec', 'execStream', 'callTool'] as const) {
       test(`aborting ${how} stops the command in the sandbox`, async () => {
-        const marker = how === 'exec' ? '30.1234' : '30.4321';
+        const marker = { exec: '30.1234', execStream: '30.4321', callTool: '30.2143' }[how];
         const controller = new AbortController();
         const started = Date.now();
         setTimeout(() => controller.abort(new Error('enough')), 200);
         const run = async (): Promise<void> => {
           if (how === 'exec') {
             await client.exec('c1', { shell: `sleep ${marker}` }, { signal: controller.signal });
+          } else if (how === 'callTool') {
+            await client.callTool('c1', 'bash', { command: `sleep ${marker}` }, { signal: controller.signal });
           } else {
             for await (const _ of client.execStream('c1', { shell: `sleep ${marker}` }, { signal: controller.signal })) {
               // nothing is printed

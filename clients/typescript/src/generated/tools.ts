@@ -116,7 +116,7 @@ export const TOOL_SPECS: readonly ToolSpec[] = [
         },
         "run_in_background": {
           "type": "boolean",
-          "description": "Start it in the background and return at once with a job id and log path."
+          "description": "Start it in the background and return at once with a job id (e.g. bash_1) to follow with bash_output and stop with kill_shell."
         },
         "workdir": {
           "type": "string",
@@ -244,5 +244,47 @@ export const TOOL_SPECS: readonly ToolSpec[] = [
       ]
     },
     "aliases": {}
+  },
+  {
+    "name": "bash_output",
+    "description": "Get the new output of a background bash job since the last bash_output call, and whether it is still running or how it ended.",
+    "parameters": {
+      "type": "object",
+      "properties": {
+        "bash_id": {
+          "type": "string",
+          "description": "The background job's id, as bash returned it (e.g. bash_1)."
+        },
+        "filter": {
+          "type": "string",
+          "description": "Regular expression: show only matching lines (the others still count as read)."
+        }
+      },
+      "required": [
+        "bash_id"
+      ]
+    },
+    "aliases": {
+      "shell_id": "bash_id"
+    }
+  },
+  {
+    "name": "kill_shell",
+    "description": "Stop a background bash job and every process it started.",
+    "parameters": {
+      "type": "object",
+      "properties": {
+        "shell_id": {
+          "type": "string",
+          "description": "The background job's id, as bash returned it (e.g. bash_1)."
+        }
+      },
+      "required": [
+        "shell_id"
+      ]
+    },
+    "aliases": {
+      "bash_id": "shell_id"
+    }
   }
 ];
