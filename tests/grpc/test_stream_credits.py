@@ -13,7 +13,7 @@ import pytest
 
 from runtime_client import ExecExit, GrpcSandboxFactory, Sandbox
 
-pytestmark = [pytest.mark.anyio]
+pytestmark = [pytest.mark.inproc, pytest.mark.anyio]
 
 FLOOD = "head -c 200000000 /dev/zero"
 

@@ -33,6 +33,11 @@ OPERATIONS = {
     ("post", "/v1/sandboxes/{instance_id}/files/remove"),
     ("post", "/v1/sandboxes/{instance_id}/exec"),
     ("post", "/v1/sandboxes/{instance_id}/exec/stream"),
+    ("put", "/v1/sandboxes/{instance_id}/files/upload"),
+    ("get", "/v1/sandboxes/{instance_id}/files/download"),
+    ("put", "/v1/sandboxes/{instance_id}/tree/upload"),
+    ("get", "/v1/sandboxes/{instance_id}/tree/download"),
+    ("post", "/v1/sandboxes/{instance_id}/fork"),
     ("post", "/v1/sandboxes/{instance_id}/processes"),
     ("get", "/v1/sandboxes/{instance_id}/processes"),
     ("post", "/v1/sandboxes/{instance_id}/processes/{handle}/stdin"),
@@ -46,7 +51,10 @@ OPERATIONS = {
 
 # Never fuzzed: the local backend has no isolation, so these would run commands or
 # change files on the host itself. They are exercised with fixed input in test_api.
-HOST_CHANGING = r"/(tools/(bash|write|edit)|exec(/stream)?|files/(mkdir|remove)|processes(/.*)?)$"
+HOST_CHANGING = (
+    r"/(tools/(bash|write|edit)|exec(/stream)?|files/(mkdir|remove|upload)|tree/upload|fork"
+    r"|processes(/.*)?)$"
+)
 
 
 async def test_the_document_is_valid_openapi(anonymous: httpx.AsyncClient) -> None:
@@ -117,7 +125,7 @@ async def test_schemathesis_finds_no_server_error(
     out, _ = await process.communicate()
     text = out.decode(errors="replace")
     assert process.returncode == 0, text[-6000:]
-    assert "Selected: 17/31" in text, text[-3000:]
+    assert "Selected: 19/36" in text, text[-3000:]
     assert " passed" in text
     # The daemon is still whole after the fuzzing.
     assert (await client.get("/readyz")).status_code == 200

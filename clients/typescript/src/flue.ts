@@ -3,7 +3,8 @@
  *
  * - `mode: 'tools'` (default): the model gets sandboxd's six tools (read,
  *   write, edit, bash, grep, glob) with sandboxd's own model-facing text;
- *   every call carries the folder Flue asked for (`useSandbox(f, {cwd})`).
+ *   a call carries the folder Flue asked for (`useSandbox(f, {cwd})`) when
+ *   it is not the workspace itself.
  * - `mode: 'driver'`: Flue's built-in tools run on sandboxd's low-level verbs
  *   through `sandboxFromDriver`.
  *
@@ -204,6 +205,16 @@ function prepareArguments(spec: ToolSpec): (args: unknown) => Record<string, unk
   };
 }
 
+/** A tool's model-facing failure: `message` is sandboxd's text, `fields` its structured fields. */
+export class ToolFailed extends Error {
+  readonly fields: Record<string, unknown>;
+  constructor(text: string, fields: Record<string, unknown>) {
+    super(text);
+    this.name = 'ToolFailed';
+    this.fields = fields;
+  }
+}
+
 /** sandboxd's six tools for one (possibly cwd-scoped) Flue sandbox. */
 export function sandboxdTools(sandbox: Sandbox): AgentTool[] {
   return TOOL_SPECS.map((spec): AgentTool => ({
@@ -225,7 +236,7 @@ export function sandboxdTools(sandbox: Sandbox): AgentTool[] {
         ...(signal ? { signal } : {}),
       });
       // Flue's tools report failure by throwing; the text is sandboxd's.
-      if (result.isError) throw new Error(result.text);
+      if (result.isError) throw new ToolFailed(result.text, result.fields);
       return { content: [{ type: 'text' as const, text: result.text }], details: result.fields };
     },
   }));

@@ -149,6 +149,26 @@ for (const backend of backends()) {
       await assert.rejects(client.exec('c2', { argv: ['true'] }), SandboxGone);
     });
 
+    test('callTool over the ToolCalls stream and over unary CallTool agree', async () => {
+      const unary = new SandboxdClient({ target: daemon.target, toolStream: false });
+      try {
+        await client.makeDir('c1', 'many', { existOk: true });
+        const calls = Array.from({ length: 20 }, (_, i) =>
+          client.callTool('c1', 'write', { file_path: `many/f${i}.txt`, content: `${i}\n` }),
+        );
+        const results = await Promise.all(calls);
+        results.forEach((r, i) => assert.equal(r.text, `Created many/f${i}.txt (1 line, ${String(i).length + 1} bytes).`));
+        const viaStream = await client.callTool('c1', 'glob', { pattern: 'many/*.txt' });
+        const viaUnary = await unary.callTool('c1', 'glob', { pattern: 'many/*.txt' });
+        assert.equal(viaStream.text, viaUnary.text);
+        assert.deepEqual(viaStream.fields, viaUnary.fields);
+        await assert.rejects(client.callTool('nobody', 'read', { file_path: 'x' }), SandboxGone);
+        await assert.rejects(unary.callTool('nobody', 'read', { file_path: 'x' }), SandboxGone);
+      } finally {
+        unary.close();
+      }
+    });
+
     test('one shared client per target and token', () => {
       const a = sharedClient({ target: daemon.target });
       assert.equal(sharedClient({ target: daemon.target }), a);
