@@ -28,6 +28,7 @@ from sandboxd.models import (
     SandboxOptions,
     SandboxToolResult,
     ServerStatus,
+    ToolDescription,
     TreeDownloadDone,
     TreeUploadResult,
     WriteFileResult,
@@ -130,6 +131,11 @@ class GrpcTransport:
     async def get_sandbox(self, instance_id: str) -> SandboxInfo:
         reply = await self.stub.GetSandbox(pb.GetSandboxRequest(instance_id=instance_id))
         return convert.info_from_pb(reply.sandbox)
+
+    @mapped
+    async def list_tools(self) -> list[ToolDescription]:
+        """The daemon's tools: names, descriptions, argument JSON schemas."""
+        return convert.tool_descriptions_from_pb(await self.stub.ListTools(pb.ListToolsRequest()))
 
     @mapped
     async def get_status(self) -> ServerStatus:

@@ -310,7 +310,7 @@ class Sandbox:
         run_in_background: bool = False,
         workdir: str | None = None,
     ) -> SandboxToolResult:
-        """``timeout`` is in milliseconds (1000..600000)."""
+        """``timeout`` is in milliseconds (``sandboxd.tool_contract.BASH_*_TIMEOUT_MS``)."""
         return await self.call_tool(
             "bash",
             _given(

@@ -125,11 +125,11 @@ def main(argv: list[str] | None = None) -> int:
     handler = logging.StreamHandler()
     handler.setFormatter(_JsonFormatter())
     logging.basicConfig(level=settings.log_level.upper(), handlers=[handler])
-    from sandboxd.grpc.server import Server
+    from sandboxd.daemon import Daemon
 
     async def serve() -> None:
         # grpc.aio binds its server to the loop it is created on.
-        await Server(settings).serve_until_signalled()
+        await Daemon(settings).serve_until_signalled()
 
     try:
         asyncio.run(serve())

@@ -243,6 +243,15 @@ class ForkResult:
     duration_ms: int
 
 
+@dataclass(frozen=True)
+class ToolDescription:
+    """What a model is told about one tool (ListTools, GET /v1/tools)."""
+
+    name: str
+    description: str
+    input_schema: Mapping[str, Any]
+
+
 # ---------------------------------------------------------------- processes
 
 

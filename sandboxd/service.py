@@ -16,7 +16,7 @@ from typing import Any
 
 import anyio
 
-from sandboxd import __version__, validation
+from sandboxd import __version__, tool_contract, validation
 from sandboxd.auth import current_scope
 from sandboxd.config import Settings
 from sandboxd.errors import InvalidArgument, ResourceExhausted, SandboxdError
@@ -45,6 +45,7 @@ from sandboxd.models import (
     SandboxOptions,
     SandboxToolResult,
     ServerStatus,
+    ToolDescription,
     TreeDownloadDone,
     TreeUploadResult,
     WriteFileResult,
@@ -273,23 +274,34 @@ class SandboxService:
 
     # ------------------------------------------------------------ tools
 
+    def list_tools(self) -> list[ToolDescription]:
+        """The tools' contract, derived from the tools' own specs."""
+        return tool_contract.tool_descriptions()
+
     async def call_tool(
         self,
         instance_id: str,
         name: str,
-        arguments: Mapping[str, Any],
+        arguments: Mapping[str, Any] | str,
         *,
         tool_call_id: str | None = None,
+        arguments_field: str = "arguments",
         cwd: str | None = None,
     ) -> SandboxToolResult:
         """Run one of the six tools with the arguments a model produced.
 
+        ``arguments`` is an object or its JSON text, parsed here (bounded,
+        one rule for every transport; ``arguments_field`` names it in errors).
         Aliases, coercion and unknown keys are the tool's business: a bad
         argument comes back as an ``is_error`` result the model can act on.
         With a ``tool_call_id``, a write, edit or bash that already completed
         returns its recorded result instead of running again. ``cwd`` is the
         folder the call runs in (relative paths and bash start there).
         """
+        if isinstance(arguments, str):
+            arguments = validation.json_object(
+                arguments, arguments_field, self.settings.max_payload_bytes
+            )
         if tool_call_id is not None and (
             not tool_call_id or len(tool_call_id) > 256 or "\x00" in tool_call_id
         ):

@@ -31,10 +31,8 @@ def tool_specs() -> list[dict[str, Any]]:
     keys must reach sandboxd, whose answer names the valid ones.
     """
     from runtime_client.sandbox_tools import DESCRIPTIONS, SANDBOX_TOOL_NAMES, SCHEMAS
-    from sandboxd.executor.tools import bash, edit, glob, grep, jobs, read, write
+    from sandboxd.tool_contract import SPECS as specs
 
-    specs = {m.SPEC.tool: m.SPEC for m in (read, write, edit, bash, grep, glob)}
-    specs.update({spec.tool: spec for spec in (jobs.OUTPUT_SPEC, jobs.KILL_SPEC)})
     out = []
     for name in SANDBOX_TOOL_NAMES:
         schema = {k: v for k, v in SCHEMAS[name].items() if k != "additionalProperties"}

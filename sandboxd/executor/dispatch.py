@@ -1,7 +1,7 @@
 """The executor's operations table: op name -> handler, argument checks.
 
 Handlers take Python values (bytes as bytes); the channel codec in ``main``
-turns ``*_b64`` fields into bytes and back, so the in-process local backend
+turns ``*_base64`` fields into bytes and back, so the in-process local backend
 pays no encoding cost.
 """
 

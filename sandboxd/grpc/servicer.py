@@ -12,7 +12,6 @@ from typing import Any, TypeAlias, TypeVar
 
 import grpc
 
-from sandboxd import validation
 from sandboxd.auth import Authenticator
 from sandboxd.errors import InvalidArgument
 from sandboxd.grpc import convert
@@ -155,16 +154,13 @@ class SandboxServicer(pb_grpc.SandboxServiceServicer):  # type: ignore[misc]
         return await self._call_tool(request)
 
     async def _call_tool(self, request: pb.CallToolRequest) -> pb.CallToolResponse:
-        arguments = validation.json_object(
-            request.arguments_json or "{}",
-            "arguments_json",
-            self.service.settings.max_payload_bytes,
-        )
+        # proto3 cannot tell an unset string from "": unset arguments are no arguments.
         result = await self.service.call_tool(
             request.instance_id,
             request.name,
-            arguments,
+            request.arguments_json or "{}",
             tool_call_id=request.tool_call_id or None,
+            arguments_field="arguments_json",
             cwd=request.cwd or None,
         )
         return pb.CallToolResponse(
@@ -254,6 +250,14 @@ class SandboxServicer(pb_grpc.SandboxServiceServicer):  # type: ignore[misc]
     @unary
     async def Glob(self, request: pb.GlobRequest, context: Context) -> pb.GlobResponse:
         return await self._typed_tool("glob", request, pb.GlobResponse)
+
+    # ------------------------------------------------------------ tool contract
+
+    @unary
+    async def ListTools(
+        self, request: pb.ListToolsRequest, context: Context
+    ) -> pb.ListToolsResponse:
+        return convert.tool_descriptions_to_pb(self.service.list_tools())
 
     # ------------------------------------------------------------ transfers
 

@@ -31,7 +31,7 @@ def create_app(
         "`Authorization: Bearer <token>` on every /v1 call.",
     )
     app.state.sandboxd = AppState(service, authenticator, lifecycle_state)
-    for module in (lifecycle, tools, files, process, ops, transfer, processes):
+    for module in (lifecycle, tools, files, process, processes, ops, transfer):
         app.include_router(module.router)
     errors.install(app)
     openapi.install(app)

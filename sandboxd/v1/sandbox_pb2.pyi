@@ -554,7 +554,7 @@ class BashRequest(_message.Message):
     def __init__(self, instance_id: _Optional[str] = ..., command: _Optional[str] = ..., timeout: _Optional[int] = ..., description: _Optional[str] = ..., run_in_background: _Optional[bool] = ..., workdir: _Optional[str] = ..., tool_call_id: _Optional[str] = ...) -> None: ...
 
 class BashResponse(_message.Message):
-    __slots__ = ("text", "is_error", "exit_code", "timed_out", "cancelled", "duration_ms", "truncated", "log_path", "background", "job_id", "pid")
+    __slots__ = ("text", "is_error", "exit_code", "timed_out", "cancelled", "duration_ms", "truncated", "log_path", "background", "job_id", "pid", "bash_id")
     TEXT_FIELD_NUMBER: _ClassVar[int]
     IS_ERROR_FIELD_NUMBER: _ClassVar[int]
     EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
@@ -566,6 +566,7 @@ class BashResponse(_message.Message):
     BACKGROUND_FIELD_NUMBER: _ClassVar[int]
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     PID_FIELD_NUMBER: _ClassVar[int]
+    BASH_ID_FIELD_NUMBER: _ClassVar[int]
     text: str
     is_error: bool
     exit_code: int
@@ -577,7 +578,8 @@ class BashResponse(_message.Message):
     background: bool
     job_id: int
     pid: int
-    def __init__(self, text: _Optional[str] = ..., is_error: _Optional[bool] = ..., exit_code: _Optional[int] = ..., timed_out: _Optional[bool] = ..., cancelled: _Optional[bool] = ..., duration_ms: _Optional[int] = ..., truncated: _Optional[bool] = ..., log_path: _Optional[str] = ..., background: _Optional[bool] = ..., job_id: _Optional[int] = ..., pid: _Optional[int] = ...) -> None: ...
+    bash_id: str
+    def __init__(self, text: _Optional[str] = ..., is_error: _Optional[bool] = ..., exit_code: _Optional[int] = ..., timed_out: _Optional[bool] = ..., cancelled: _Optional[bool] = ..., duration_ms: _Optional[int] = ..., truncated: _Optional[bool] = ..., log_path: _Optional[str] = ..., background: _Optional[bool] = ..., job_id: _Optional[int] = ..., pid: _Optional[int] = ..., bash_id: _Optional[str] = ...) -> None: ...
 
 class GrepRequest(_message.Message):
     __slots__ = ("instance_id", "pattern", "path", "glob", "type", "output_mode", "case_insensitive", "line_numbers", "after_context", "before_context", "context", "multiline", "literal", "head_limit", "offset", "tool_call_id")
@@ -844,6 +846,26 @@ class ForkSandboxResponse(_message.Message):
     method: str
     duration_ms: int
     def __init__(self, sandbox: _Optional[_Union[SandboxInfo, _Mapping]] = ..., method: _Optional[str] = ..., duration_ms: _Optional[int] = ...) -> None: ...
+
+class ListToolsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ToolDescription(_message.Message):
+    __slots__ = ("name", "description", "input_schema_json")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    INPUT_SCHEMA_JSON_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    description: str
+    input_schema_json: str
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., input_schema_json: _Optional[str] = ...) -> None: ...
+
+class ListToolsResponse(_message.Message):
+    __slots__ = ("tools",)
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
+    tools: _containers.RepeatedCompositeFieldContainer[ToolDescription]
+    def __init__(self, tools: _Optional[_Iterable[_Union[ToolDescription, _Mapping]]] = ...) -> None: ...
 
 class StartProcessRequest(_message.Message):
     __slots__ = ("instance_id", "argv", "shell", "cwd", "env", "pty")

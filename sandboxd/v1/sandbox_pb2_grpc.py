@@ -174,6 +174,11 @@ class SandboxServiceStub:
                 request_serializer=sandboxd_dot_v1_dot_sandbox__pb2.ForkSandboxRequest.SerializeToString,
                 response_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.ForkSandboxResponse.FromString,
                 _registered_method=True)
+        self.ListTools = channel.unary_unary(
+                '/sandboxd.v1.SandboxService/ListTools',
+                request_serializer=sandboxd_dot_v1_dot_sandbox__pb2.ListToolsRequest.SerializeToString,
+                response_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.ListToolsResponse.FromString,
+                _registered_method=True)
         self.StartProcess = channel.unary_unary(
                 '/sandboxd.v1.SandboxService/StartProcess',
                 request_serializer=sandboxd_dot_v1_dot_sandbox__pb2.StartProcessRequest.SerializeToString,
@@ -409,6 +414,16 @@ class SandboxServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListTools(self, request, context):
+        """The tools' contract: each tool's name, description and the JSON schema
+        of its arguments, derived from the tools' own specs (what runtime_client
+        and the MCP bridge hand to models). Clients in any language can offer
+        the tools to a model from this alone.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def StartProcess(self, request, context):
         """Long-lived processes (a REPL, a dev server, a shell on a terminal). They
         live in the workspace, not in a call: a client that disconnects, or a
@@ -587,6 +602,11 @@ def add_SandboxServiceServicer_to_server(servicer, server):
                     servicer.ForkSandbox,
                     request_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.ForkSandboxRequest.FromString,
                     response_serializer=sandboxd_dot_v1_dot_sandbox__pb2.ForkSandboxResponse.SerializeToString,
+            ),
+            'ListTools': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListTools,
+                    request_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.ListToolsRequest.FromString,
+                    response_serializer=sandboxd_dot_v1_dot_sandbox__pb2.ListToolsResponse.SerializeToString,
             ),
             'StartProcess': grpc.unary_unary_rpc_method_handler(
                     servicer.StartProcess,
@@ -1370,6 +1390,33 @@ class SandboxService:
             '/sandboxd.v1.SandboxService/ForkSandbox',
             sandboxd_dot_v1_dot_sandbox__pb2.ForkSandboxRequest.SerializeToString,
             sandboxd_dot_v1_dot_sandbox__pb2.ForkSandboxResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListTools(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sandboxd.v1.SandboxService/ListTools',
+            sandboxd_dot_v1_dot_sandbox__pb2.ListToolsRequest.SerializeToString,
+            sandboxd_dot_v1_dot_sandbox__pb2.ListToolsResponse.FromString,
             options,
             channel_credentials,
             insecure,

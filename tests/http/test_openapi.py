@@ -12,6 +12,7 @@ import pytest
 from openapi_spec_validator import validate
 
 from sandboxd.grpc.server import Server
+from sandboxd.tool_contract import TOOL_NAMES, input_schema
 from tests.http.conftest import ADMIN, base_url
 
 pytestmark = [pytest.mark.inproc, pytest.mark.anyio]
@@ -22,8 +23,8 @@ OPERATIONS = {
     ("get", "/v1/sandboxes/{instance_id}"),
     ("delete", "/v1/sandboxes/{instance_id}"),
     ("get", "/v1/status"),
-    *(("post", f"/v1/sandboxes/{{instance_id}}/tools/{name}") for name in
-      ("read", "write", "edit", "bash", "grep", "glob", "bash_output", "kill_shell")),
+    ("get", "/v1/tools"),
+    *(("post", f"/v1/sandboxes/{{instance_id}}/tools/{name}") for name in TOOL_NAMES),
     ("get", "/v1/sandboxes/{instance_id}/files/content"),
     ("put", "/v1/sandboxes/{instance_id}/files/content"),
     ("get", "/v1/sandboxes/{instance_id}/files/stat"),
@@ -71,7 +72,7 @@ async def test_the_document_is_valid_openapi(anonymous: httpx.AsyncClient) -> No
     assert found == OPERATIONS
     schemas = document["components"]["schemas"]
     assert {
-        "ToolCallRequest",
+        "ReadToolCallRequest",
         "ToolCallResponse",
         "ErrorBody",
         "Sandbox",
@@ -86,6 +87,20 @@ async def test_the_document_is_valid_openapi(anonymous: httpx.AsyncClient) -> No
     assert tool["responses"]["404"]["content"]["application/json"]["schema"] == {
         "$ref": "#/components/schemas/ErrorBody"
     }
+
+
+async def test_tool_routes_document_the_tools_own_argument_schemas(
+    anonymous: httpx.AsyncClient,
+) -> None:
+    # Derived from the tools' specs, like runtime_client's and the MCP bridge's.
+    document = (await anonymous.get("/openapi.json")).json()
+    for name in TOOL_NAMES:
+        body = document["paths"][f"/v1/sandboxes/{{instance_id}}/tools/{name}"]["post"]
+        ref = body["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+        request = document["components"]["schemas"][ref.rsplit("/", 1)[1]]
+        documented, as_text = request["properties"]["arguments"]["anyOf"]
+        assert documented == input_schema(name)
+        assert as_text["type"] == "string"
 
 
 def _schemathesis() -> str:
@@ -125,7 +140,7 @@ async def test_schemathesis_finds_no_server_error(
     out, _ = await process.communicate()
     text = out.decode(errors="replace")
     assert process.returncode == 0, text[-6000:]
-    assert "Selected: 19/36" in text, text[-3000:]
+    assert "Selected: 20/37" in text, text[-3000:]
     assert " passed" in text
     # The daemon is still whole after the fuzzing.
     assert (await client.get("/readyz")).status_code == 200

@@ -52,7 +52,7 @@ async def test_reply_split_across_chunks_resolves_the_call() -> None:
     channel = ExecutorChannel(peer, peer, name="t", max_line=1 << 20)
     call = asyncio.create_task(channel.call("stat", {"path": "a"}))
     await _wait_for_request(peer)
-    line = wire.encode({"id": peer.sent[0]["id"], "ok": {"data_b64": wire.b64(b"\x00\xff")}})
+    line = wire.encode({"id": peer.sent[0]["id"], "ok": {"data_base64": wire.b64(b"\x00\xff")}})
     peer.reply(line[:5])
     peer.reply(line[5:])
     assert await call == {"data": b"\x00\xff"}
@@ -81,7 +81,7 @@ async def test_error_reply_raises_the_domain_error() -> None:
         b'{"id": 1}\n',
         b'{"id": 1, "ok": 5}\n',
         b'{"id": 1, "err": {"kind": 3}}\n',
-        b'{"id": 1, "ok": {"data_b64": "!!"}}\n',
+        b'{"id": 1, "ok": {"data_base64": "!!"}}\n',
         b"\xff\xfe\n",
     ],
 )
@@ -144,7 +144,7 @@ async def test_stream_yields_events_then_the_result() -> None:
     await _wait_for_request(peer)
     request_id = peer.sent[0]["id"]
     assert peer.sent[0]["stream"] is True
-    peer.reply(wire.encode({"id": request_id, "ev": {"stdout_b64": wire.b64(b"hi")}}))
+    peer.reply(wire.encode({"id": request_id, "ev": {"stdout_base64": wire.b64(b"hi")}}))
     peer.reply(wire.encode({"id": request_id, "ok": {"exit_code": 0}}))
     assert await task == [{"stdout": b"hi"}, {"result": {"exit_code": 0}}]
     await channel.close()
@@ -160,7 +160,7 @@ async def test_a_stalled_stream_consumer_does_not_hold_other_calls() -> None:
     assert peer.sent[0]["credits"] == STREAM_BUFFER
     # The executor fills the stream's whole window; nobody reads past the first.
     for _ in range(STREAM_BUFFER):
-        peer.reply(wire.encode({"id": request_id, "ev": {"stdout_b64": wire.b64(b"y")}}))
+        peer.reply(wire.encode({"id": request_id, "ev": {"stdout_base64": wire.b64(b"y")}}))
     await first
     other = asyncio.create_task(channel.call("stat", {"path": "a"}))
     await _wait_for_request(peer, 2)

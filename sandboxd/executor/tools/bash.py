@@ -44,19 +44,47 @@ from .output import Capture, Cleaner
 from .paths import display, not_found, resolve
 from .result import MAX_TEXT_CHARS, ToolError, ToolResult
 
+#: bash's own time limit; sandboxd's backstops and the exported schemas derive from it.
+MIN_TIMEOUT_MS = 1_000
+MAX_TIMEOUT_MS = 600_000
+
 SPEC = ToolSpec(
     "bash",
     (
-        Param("command", str, required=True),
-        Param("timeout", int, default=120_000),
-        Param("description", str),
-        Param("run_in_background", bool, default=False),
-        Param("workdir", str),
+        Param(
+            "command",
+            str,
+            required=True,
+            description="The command, run by bash -c in the working folder.",
+        ),
+        Param(
+            "timeout",
+            int,
+            default=120_000,
+            minimum=MIN_TIMEOUT_MS,
+            maximum=MAX_TIMEOUT_MS,
+            bounds_checked_by_tool=True,
+            description="Timeout in milliseconds.",
+        ),
+        Param("description", str, description="What the command does, in a few words (for logs)."),
+        Param(
+            "run_in_background",
+            bool,
+            default=False,
+            description="Start it in the background and return at once with a job id "
+            "(e.g. bash_1) to follow with bash_output and stop with kill_shell.",
+        ),
+        Param(
+            "workdir",
+            str,
+            description="Run in this folder without changing the saved working folder.",
+        ),
+    ),
+    description=(
+        "Run a shell command in the sandbox and get its output and exit code. The working "
+        "folder and exported variables persist between calls."
     ),
 )
-
-MIN_TIMEOUT_MS = 1_000
-MAX_TIMEOUT_MS = 600_000
 LOG_CAP_BYTES = 64 * 1024 * 1024
 #: Seconds between SIGTERM and SIGKILL.
 KILL_GRACE = 2.0

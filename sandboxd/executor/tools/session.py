@@ -9,23 +9,30 @@ from collections.abc import Callable, Mapping
 
 from sandboxd.errors import Internal, InvalidArgument
 
-from . import bash, edit, glob, grep, read, write
+from . import bash, edit, glob, grep, jobs, read, write
+from .args import ToolSpec
 from .context import Context
 from .locks import PathLocks
 from .readstate import ReadState
 from .result import MAX_TEXT_CHARS, ToolError, ToolResult, error
 
-TOOL_NAMES: tuple[str, ...] = (
-    "read",
-    "write",
-    "edit",
-    "bash",
-    "grep",
-    "glob",
-    # Background jobs of bash (TOOLS.md, "Background jobs").
-    "bash_output",
-    "kill_shell",
-)
+#: Every tool's contract, in TOOLS.md order: the one list of tools. A new tool
+#: adds its SPEC here and its handler in ``ToolSession``.
+SPECS: dict[str, ToolSpec] = {
+    spec.tool: spec
+    for spec in (
+        read.SPEC,
+        write.SPEC,
+        edit.SPEC,
+        bash.SPEC,
+        grep.SPEC,
+        glob.SPEC,
+        # Background jobs of bash (TOOLS.md, "Background jobs").
+        jobs.OUTPUT_SPEC,
+        jobs.KILL_SPEC,
+    )
+}
+TOOL_NAMES: tuple[str, ...] = tuple(SPECS)
 
 _Handler = Callable[[dict[str, object], threading.Event, Context], ToolResult]
 

@@ -15,13 +15,15 @@ export const TOOL_SPECS: readonly ToolSpec[] = [
         },
         "offset": {
           "type": "integer",
-          "description": "1-based line to start at (default 1).",
-          "minimum": 0
+          "minimum": 0,
+          "default": 1,
+          "description": "1-based line to start at."
         },
         "limit": {
           "type": "integer",
-          "description": "Number of lines to read (default 2000).",
-          "minimum": 1
+          "minimum": 1,
+          "default": 2000,
+          "description": "Number of lines to read."
         }
       },
       "required": [
@@ -77,7 +79,8 @@ export const TOOL_SPECS: readonly ToolSpec[] = [
         },
         "replace_all": {
           "type": "boolean",
-          "description": "Replace every occurrence (default false)."
+          "default": false,
+          "description": "Replace every occurrence."
         }
       },
       "required": [
@@ -107,8 +110,10 @@ export const TOOL_SPECS: readonly ToolSpec[] = [
         },
         "timeout": {
           "type": "integer",
-          "description": "Timeout in milliseconds (1000-600000, default 120000).",
-          "minimum": 1000
+          "minimum": 1000,
+          "maximum": 600000,
+          "default": 120000,
+          "description": "Timeout in milliseconds."
         },
         "description": {
           "type": "string",
@@ -116,6 +121,7 @@ export const TOOL_SPECS: readonly ToolSpec[] = [
         },
         "run_in_background": {
           "type": "boolean",
+          "default": false,
           "description": "Start it in the background and return at once with a job id (e.g. bash_1) to follow with bash_output and stop with kill_shell."
         },
         "workdir": {
@@ -158,48 +164,61 @@ export const TOOL_SPECS: readonly ToolSpec[] = [
             "content",
             "count"
           ],
-          "description": "files_with_matches (default), content, or count."
+          "default": "files_with_matches",
+          "description": "files_with_matches, content, or count."
         },
         "-i": {
           "type": "boolean",
+          "default": false,
           "description": "Case-insensitive."
         },
         "-n": {
           "type": "boolean",
-          "description": "Line numbers in content mode (default true)."
+          "default": true,
+          "description": "Line numbers in content mode."
         },
         "-A": {
           "type": "integer",
-          "description": "Lines of context after each match (content mode).",
-          "minimum": 0
+          "minimum": 0,
+          "maximum": 100,
+          "default": 0,
+          "description": "Lines of context after each match (content mode)."
         },
         "-B": {
           "type": "integer",
-          "description": "Lines of context before each match (content mode).",
-          "minimum": 0
+          "minimum": 0,
+          "maximum": 100,
+          "default": 0,
+          "description": "Lines of context before each match (content mode)."
         },
         "-C": {
           "type": "integer",
-          "description": "Lines of context around each match (content mode).",
-          "minimum": 0
+          "minimum": 0,
+          "maximum": 100,
+          "default": 0,
+          "description": "Lines of context around each match (content mode)."
         },
         "multiline": {
           "type": "boolean",
+          "default": false,
           "description": "Let the pattern span lines."
         },
         "literal": {
           "type": "boolean",
+          "default": false,
           "description": "Treat the pattern as plain text, not a regex."
         },
         "head_limit": {
           "type": "integer",
-          "description": "Show at most this many entries (default 250).",
-          "minimum": 1
+          "minimum": 1,
+          "default": 250,
+          "description": "Show at most this many entries."
         },
         "offset": {
           "type": "integer",
-          "description": "Skip this many entries (paging).",
-          "minimum": 0
+          "minimum": 0,
+          "default": 0,
+          "description": "Skip this many entries (paging)."
         }
       },
       "required": [
@@ -226,16 +245,19 @@ export const TOOL_SPECS: readonly ToolSpec[] = [
         },
         "head_limit": {
           "type": "integer",
-          "description": "Show at most this many files (default 100).",
-          "minimum": 1
+          "minimum": 1,
+          "default": 100,
+          "description": "Show at most this many files."
         },
         "offset": {
           "type": "integer",
-          "description": "Skip this many files (paging).",
-          "minimum": 0
+          "minimum": 0,
+          "default": 0,
+          "description": "Skip this many files (paging)."
         },
         "no_ignore": {
           "type": "boolean",
+          "default": false,
           "description": "Include files that .gitignore hides."
         }
       },
