@@ -202,11 +202,22 @@ class PoolStatus:
 
 
 @dataclass(frozen=True)
+class RuntimeInfo:
+    """A container runtime as the engine offers it (see GetStatus)."""
+
+    name: str
+    version: str = ""
+    platform: str = ""
+    available: bool = False
+
+
+@dataclass(frozen=True)
 class ServerStatus:
     version: str
     backend: str
     namespace: str
     pool: PoolStatus
+    runtimes: tuple[RuntimeInfo, ...] = ()
 
 
 # ---------------------------------------------------------------- transfers

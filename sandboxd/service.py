@@ -125,6 +125,7 @@ class SandboxService:
             backend=self.backend.name,
             namespace=self.settings.namespace,
             pool=self.backend.pool_status(),
+            runtimes=tuple(await self.backend.runtimes()),
         )
 
     async def _workspace(self, instance_id: str) -> Workspace:

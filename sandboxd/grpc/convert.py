@@ -26,6 +26,7 @@ from sandboxd.models import (
     ProcessInfo,
     ProcessRequest,
     Runtime,
+    RuntimeInfo,
     SandboxInfo,
     SandboxOptions,
     SandboxToolResult,
@@ -223,6 +224,12 @@ def status_to_pb(status: ServerStatus) -> pb.GetStatusResponse:
         pool=pb.PoolStatus(
             size=pool.size, ready=pool.ready, served=pool.served, started=pool.started
         ),
+        runtimes=[
+            pb.RuntimeInfo(
+                name=r.name, version=r.version, platform=r.platform, available=r.available
+            )
+            for r in status.runtimes
+        ],
     )
 
 
@@ -233,6 +240,10 @@ def status_from_pb(message: pb.GetStatusResponse) -> ServerStatus:
         backend=message.backend,
         namespace=message.namespace,
         pool=PoolStatus(size=pool.size, ready=pool.ready, served=pool.served, started=pool.started),
+        runtimes=tuple(
+            RuntimeInfo(name=r.name, version=r.version, platform=r.platform, available=r.available)
+            for r in message.runtimes
+        ),
     )
 
 

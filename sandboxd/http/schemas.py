@@ -114,11 +114,19 @@ class PoolStatus(BaseModel):
     started: int
 
 
+class RuntimeInfo(BaseModel):
+    name: str
+    version: str
+    platform: str
+    available: bool
+
+
 class ServerStatus(BaseModel):
     version: str
     backend: str
     namespace: str
     pool: PoolStatus
+    runtimes: list[RuntimeInfo] = []
 
     @classmethod
     def from_model(cls, status: models.ServerStatus) -> ServerStatus:
@@ -130,6 +138,12 @@ class ServerStatus(BaseModel):
             pool=PoolStatus(
                 size=pool.size, ready=pool.ready, served=pool.served, started=pool.started
             ),
+            runtimes=[
+                RuntimeInfo(
+                    name=r.name, version=r.version, platform=r.platform, available=r.available
+                )
+                for r in status.runtimes
+            ],
         )
 
 

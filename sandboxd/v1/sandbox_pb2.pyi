@@ -161,16 +161,18 @@ class GetStatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class GetStatusResponse(_message.Message):
-    __slots__ = ("version", "backend", "namespace", "pool")
+    __slots__ = ("version", "backend", "namespace", "pool", "runtimes")
     VERSION_FIELD_NUMBER: _ClassVar[int]
     BACKEND_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     POOL_FIELD_NUMBER: _ClassVar[int]
+    RUNTIMES_FIELD_NUMBER: _ClassVar[int]
     version: str
     backend: str
     namespace: str
     pool: PoolStatus
-    def __init__(self, version: _Optional[str] = ..., backend: _Optional[str] = ..., namespace: _Optional[str] = ..., pool: _Optional[_Union[PoolStatus, _Mapping]] = ...) -> None: ...
+    runtimes: _containers.RepeatedCompositeFieldContainer[RuntimeInfo]
+    def __init__(self, version: _Optional[str] = ..., backend: _Optional[str] = ..., namespace: _Optional[str] = ..., pool: _Optional[_Union[PoolStatus, _Mapping]] = ..., runtimes: _Optional[_Iterable[_Union[RuntimeInfo, _Mapping]]] = ...) -> None: ...
 
 class PoolStatus(_message.Message):
     __slots__ = ("size", "ready", "served", "started")
@@ -183,6 +185,18 @@ class PoolStatus(_message.Message):
     served: int
     started: int
     def __init__(self, size: _Optional[int] = ..., ready: _Optional[int] = ..., served: _Optional[int] = ..., started: _Optional[int] = ...) -> None: ...
+
+class RuntimeInfo(_message.Message):
+    __slots__ = ("name", "version", "platform", "available")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    PLATFORM_FIELD_NUMBER: _ClassVar[int]
+    AVAILABLE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    version: str
+    platform: str
+    available: bool
+    def __init__(self, name: _Optional[str] = ..., version: _Optional[str] = ..., platform: _Optional[str] = ..., available: _Optional[bool] = ...) -> None: ...
 
 class FileInfo(_message.Message):
     __slots__ = ("path", "name", "type", "size", "mode", "mtime_ns", "symlink_target")
