@@ -50,6 +50,9 @@ RING_BYTES = 1 << 20
 LOG_CAP_BYTES = 64 << 20
 #: Processes remembered per workspace (running ones are never forgotten).
 MAX_PROCESSES = 64
+#: Clients attached at once per workspace: each holds one of the executor's
+#: worker threads, which the other calls of the workspace need too.
+MAX_ATTACHED = 32
 #: Largest event sent to a client.
 CHUNK = 64 * 1024
 MAX_TERMINAL_SIZE = 10_000
@@ -319,6 +322,24 @@ class Processes:
         self._procs: dict[str, Process] = {}
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
+        self._attached = 0
+
+    def attach(
+        self, handle: Any, offset: int | None, cancel: threading.Event, emit: Emit
+    ) -> dict[str, Any]:
+        process = self.get(handle)
+        with self._lock:
+            if self._attached >= MAX_ATTACHED:
+                raise ResourceExhausted(
+                    f"{MAX_ATTACHED} clients are attached to processes of this sandbox; "
+                    "detach some first"
+                )
+            self._attached += 1
+        try:
+            return process.attach(offset, cancel, emit)
+        finally:
+            with self._lock:
+                self._attached -= 1
 
     def start(
         self,
