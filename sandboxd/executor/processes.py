@@ -121,7 +121,11 @@ class Process:
         self.stdin_closed = False
         self.exit_code: int | None = None
         self.signal: int | None = None
+        # Held by whatever uses the terminal or stdin descriptor, and by the
+        # reader when it closes them: a number closed here may be reused by the
+        # next process at once, and must never be written to after.
         self._stdin_lock = threading.Lock()
+        self._fds_closed = False
         if master is not None:
             self._stdin_fd: int | None = master
         else:
@@ -181,13 +185,15 @@ class Process:
                 self.cond.notify_all()
 
     def _close_fds(self) -> None:
-        if self.master is not None:
-            with contextlib.suppress(OSError):
-                os.close(self.master)
-        for pipe in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
-            if pipe is not None:
+        with self._stdin_lock:
+            self._fds_closed = True
+            if self.master is not None:
                 with contextlib.suppress(OSError):
-                    pipe.close()
+                    os.close(self.master)
+            for pipe in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+                if pipe is not None:
+                    with contextlib.suppress(OSError):
+                        pipe.close()
 
     def attach(self, offset: int | None, cancel: threading.Event, emit: Emit) -> dict[str, Any]:
         """Send output from ``offset`` (None: all still held) until the process is done."""
@@ -224,7 +230,7 @@ class Process:
 
     def write(self, data: bytes, close: bool) -> int:
         with self._stdin_lock:
-            if self.done or self.proc.poll() is not None:
+            if self._fds_closed or self.done or self.proc.poll() is not None:
                 raise Conflict(
                     f"process {self.handle} has exited ({self._ended()}); it reads no more input"
                 )
@@ -272,8 +278,9 @@ class Process:
         if self.done:
             raise Conflict(f"process {self.handle} has exited ({self._ended()})")
         size = struct.pack("HHHH", rows, cols, 0, 0)
-        with contextlib.suppress(OSError):
-            fcntl.ioctl(self.master, termios.TIOCSWINSZ, size)
+        with self._stdin_lock, contextlib.suppress(OSError):
+            if not self._fds_closed:
+                fcntl.ioctl(self.master, termios.TIOCSWINSZ, size)
 
     def send_signal(self, number: int) -> None:
         if self.proc.poll() is not None:
