@@ -9,8 +9,8 @@ backend by calling the same ``Executor`` in-process.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-import shutil
 import threading
 import time
 from collections.abc import AsyncIterator, Mapping
@@ -20,6 +20,7 @@ from typing import Any
 import anyio
 
 from sandboxd.config import Settings
+from sandboxd.executor import files
 from sandboxd.executor.dispatch import Executor
 from sandboxd.models import PoolStatus, SandboxInfo, SandboxOptions
 from sandboxd.options import DEFAULT_WORKDIR, check_same, effective
@@ -170,12 +171,12 @@ class LocalBackend:
                 # Stops background jobs; a fresh executor starts on the next call.
                 await anyio.to_thread.run_sync(workspace.executor.close)
             state = self.root / _META / "state" / instance_id
-            await anyio.to_thread.run_sync(lambda: shutil.rmtree(state, ignore_errors=True))
+            await anyio.to_thread.run_sync(_remove_quietly, state)
             return info
 
     def _remove_files(self, instance_id: str) -> None:
-        shutil.rmtree(self.root / instance_id, ignore_errors=True)
-        shutil.rmtree(self.root / _META / "state" / instance_id, ignore_errors=True)
+        _remove_quietly(self.root / instance_id)
+        _remove_quietly(self.root / _META / "state" / instance_id)
         self._meta(instance_id).unlink(missing_ok=True)
 
     async def workspace(self, instance_id: str) -> LocalWorkspace:
@@ -201,3 +202,10 @@ class LocalBackend:
         executor.base_env.update(options.env)
         workspace = self._workspaces.setdefault(instance_id, LocalWorkspace(instance_id, executor))
         return workspace
+
+
+def _remove_quietly(folder: Path) -> None:
+    # Not shutil.rmtree: it recurses per level, and a workspace tree can be
+    # deeper than Python's recursion limit (files.remove_tree).
+    with contextlib.suppress(OSError):
+        files.remove_tree(str(folder))
