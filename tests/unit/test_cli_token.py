@@ -20,4 +20,3 @@ def test_token_on_the_command_line_warns(
 def test_token_from_the_environment_does_not_warn(capsys: pytest.CaptureFixture[str]) -> None:
     cli._warn_token_on_command_line(["mcp", "--instance", "x"])
     assert capsys.readouterr().err == ""
-
