@@ -12,7 +12,7 @@ IMAGE  ?= sandboxd-workspace:latest
 PYTEST_ARGS ?=
 SIDECAR_IMAGE ?= sandboxd:latest
 
-.PHONY: help venv proto engine image host-tools run test lint typecheck unit fmt clean fuzz bench
+.PHONY: help venv proto engine image host-tools run test lint typecheck unit fmt clean fuzz bench ts-test ts-generate
 
 help:
 	@echo "make run    set everything up, then serve sandboxd in the foreground"
@@ -20,6 +20,7 @@ help:
 	@echo "make image  build the workspace image ($(IMAGE)) if it is out of date"
 	@echo "make proto  regenerate sandboxd/v1/*_pb2*.py from $(PROTO)"
 	@echo "make sidecar-image  build sandboxd itself as a container image ($(SIDECAR_IMAGE))"
+	@echo "make ts-test  the TypeScript client and Flue adapter tier (Node 22 from npm, real daemons)"
 	@echo "make bench  benchmark sandboxd vs raw docker exec vs in-process (BENCH_ARGS=--quick|--profile)"
 
 $(STAMP): pyproject.toml
@@ -58,13 +59,23 @@ fmt: venv
 	$(VENV)/bin/ruff check --fix sandboxd runtime_client tests examples
 
 unit: venv
-	$(PY) -m pytest -m "unit or grpc" $(PYTEST_ARGS)
+	$(PY) -m pytest -m "unit or inproc" $(PYTEST_ARGS)
 
 host-tools:
 	@scripts/ensure-host-tools.sh
 
 test: venv image host-tools lint typecheck
 	$(PY) -m pytest $(PYTEST_ARGS)
+	SANDBOXD_TS_DOCKER=1 $(MAKE) --no-print-directory ts-test
+
+# The TypeScript tier (clients/typescript): local backend always; `make test`
+# adds the Docker backend (SANDBOXD_TS_DOCKER=1). Its own count line.
+ts-test: venv
+	SANDBOXD_PYTHON=$(CURDIR)/$(PY) scripts/ts-test.sh
+
+# clients/typescript/src/generated/tools.ts from the Python tool specs.
+ts-generate: venv
+	$(PY) scripts/ts_data.py tools
 
 # Property-based fuzzing of every RPC (fuzz/, tests/fuzz): FUZZ_CALLS generated
 # calls against an in-process server on the local backend; `make test` runs 500.

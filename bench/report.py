@@ -11,7 +11,15 @@ from typing import Any
 from bench.stats import Summary
 from bench.targets import Target
 
-SUBJECTS = ("sandboxd", "raw exec", "floor", "swe-rex")
+SUBJECTS = (
+    "sandboxd",
+    "sandboxd unary",
+    "sandboxd verbs",
+    "raw exec",
+    "floor",
+    "swe-rex session",
+    "swe-rex execute",
+)
 
 
 def _ms(value: float) -> str:
@@ -74,8 +82,11 @@ def render(results: dict[str, Any], targets: list[Target]) -> str:
                 ("bare docker run --rm IMAGE true", "docker_run"),
                 ("sandboxd cold create -> first bash", "cold_create"),
                 ("sandboxd warm-pool create -> first bash", "warm_create"),
+                ("burst of 5 creates, first after idle", "burst_first"),
+                ("burst of 5 creates, later bursts", "burst_later"),
                 ("sandboxd delete", "delete"),
             ]
+            if key in life
         ]
         parts += ["Lifecycle (ms p50 / p95 / p99)", _grid(["what", "ms", "n"], rows), ""]
     tp = results.get("throughput")
@@ -109,7 +120,7 @@ def render(results: dict[str, Any], targets: list[Target]) -> str:
         parts += [f"SWE-ReX: skipped ({swerex['skipped']})", ""]
     elif swerex:
         parts += [f"SWE-ReX: {swerex.get('note', '')}", ""]
-    parts += ["Targets (issue 5)", *(t.line() for t in targets)]
+    parts += ["Targets", *(t.line() for t in targets)]
     return "\n".join(parts)
 
 

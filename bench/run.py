@@ -41,10 +41,11 @@ class Plan:
     idle_instances: int = 10
     big: int = 20
     grep10k: int = 10
+    bursts: int = 4  # bursts of 5 back-to-back creates
 
     @classmethod
     def quick(cls) -> Plan:
-        return cls((3, 20), (2, 8), 2, 1.0, 3, 3, 2)
+        return cls((3, 20), (2, 8), 2, 1.0, 3, 3, 2, 2)
 
 
 def log(message: str) -> None:
@@ -79,22 +80,34 @@ async def bench(res: Resources, plan: Plan, args: argparse.Namespace, stamp: str
             "loadavg_at_start": os.getloadavg(),
         }
     }
-    log(f"starting sandboxd (namespace {res.namespace}, pool size 2)")
-    daemon = res.start_daemon("--pool-size", "2")
+    log(f"starting sandboxd (namespace {res.namespace}, default warm pool)")
+    daemon = res.start_daemon()
     target = daemon.target
 
     raw = subjects.RawExecSubject(res.docker, res.labels, f"sandboxd-bench-raw-{res.run_id}")
     raw.start()
     floor = subjects.FloorSubject(res.tmp / "floor")
-    async with GrpcSandboxFactory(target) as factory:
+    async with GrpcSandboxFactory(target) as factory, GrpcSandboxFactory(target) as unary:
         sandbox = await factory.create_sandbox("ops")
         sbx = subjects.SandboxdSubject(sandbox)
+        # The same sandbox with one unary CallTool RPC per call (the path before
+        # ToolCalls): the difference is what the shared stream saves.
+        unary.transport._tool_stream_supported = False
+        sbx_unary = subjects.SandboxdSubject(await unary.create_sandbox("ops"))
         log("laying out the fixtures (1 KiB files, a 1,000-file tree) in all three subjects")
         await asyncio.gather(sbx.setup(), asyncio.to_thread(_sync, raw.setup), floor.setup())
 
         log("per-operation latency")
+        verbs = subjects.SandboxdVerbsSubject(sandbox)
         results["ops"] = await per_op(
-            plan, {"sandboxd": sbx.ops(), "raw exec": raw.ops(), "floor": floor.ops()}
+            plan,
+            {
+                "sandboxd": sbx.ops(),
+                "sandboxd unary": sbx_unary.ops(),
+                "sandboxd verbs": verbs.ops(),
+                "raw exec": raw.ops(),
+                "floor": floor.ops(),
+            },
         )
         floor.close()
 
@@ -130,7 +143,10 @@ async def bench(res: Resources, plan: Plan, args: argparse.Namespace, stamp: str
     warm, warm_deletes = await scenarios.create_to_first_command(
         target, cold=False, n=plan.lifecycle, prefix="warm"
     )
-    deletes = cold_deletes + warm_deletes
+    first_burst, later_bursts, burst_deletes = await scenarios.create_bursts(
+        target, bursts=plan.bursts, size=5, prefix="burst"
+    )
+    deletes = cold_deletes + warm_deletes + burst_deletes
 
     log(f"throughput: 8 sandboxes, {plan.throughput_s:.0f} s per kind")
     async with GrpcSandboxFactory(target) as factory:
@@ -161,6 +177,8 @@ async def bench(res: Resources, plan: Plan, args: argparse.Namespace, stamp: str
         "docker_run": docker_run,
         "cold_create": cold,
         "warm_create": warm,
+        "burst_first": first_burst,
+        "burst_later": later_bursts,
         "delete": summarize(deletes),
     }
 
@@ -169,8 +187,9 @@ async def bench(res: Resources, plan: Plan, args: argparse.Namespace, stamp: str
 
         log("SWE-ReX peer")
         results["swerex"] = await asyncio.to_thread(swerex.run, res, plan.fast, plan.slow)
-        for op, summary in results["swerex"].pop("ops", {}).items():
-            results["ops"].setdefault(op, {})["swe-rex"] = summary
+        for key, column in (("ops", "swe-rex session"), ("ops_execute", "swe-rex execute")):
+            for op, summary in results["swerex"].pop(key, {}).items():
+                results["ops"].setdefault(op, {})[column] = summary
     return results
 
 

@@ -87,6 +87,35 @@ async def create_to_first_command(
     return summarize(creates), deletes
 
 
+async def create_bursts(
+    target: str, *, bursts: int, size: int, prefix: str
+) -> tuple[Summary, Summary, list[float]]:
+    """Bursts of ``size`` back-to-back default creates (-> first command).
+
+    Before each burst the pool refills to what it aims for; the first burst
+    meets the pool at its floor, later ones at the size demand raised it to.
+    Returns the first burst, the later bursts, and the deletes.
+    """
+    first: list[float] = []
+    later: list[float] = []
+    deletes: list[float] = []
+    async with GrpcSandboxFactory(target) as control, GrpcSandboxFactory(target) as factory:
+        for burst in range(bursts):
+            await wait_pool_full(control)
+            made: list[Sandbox] = []
+            for i in range(size):
+                start = time.perf_counter()
+                sandbox = await factory.create_sandbox(f"{prefix}-{burst}-{i}")
+                _ok(await sandbox.bash("true"), "first command")
+                (first if burst == 0 else later).append(time.perf_counter() - start)
+                made.append(sandbox)
+            for sandbox in made:
+                start = time.perf_counter()
+                await sandbox.delete()
+                deletes.append(time.perf_counter() - start)
+    return summarize(first), summarize(later), deletes
+
+
 # ---------------------------------------------------------------- throughput
 
 

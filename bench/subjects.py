@@ -6,6 +6,7 @@ the call did not do what it should, so a broken subject cannot look fast.
 
 from __future__ import annotations
 
+import hashlib
 import shlex
 from collections.abc import Mapping
 from pathlib import Path
@@ -89,6 +90,55 @@ class SandboxdSubject:
             _check(label, await sandbox.call_tool(tool, args))
 
         return call
+
+
+class SandboxdVerbsSubject:
+    """The low-level API (no model-facing text): what a program's adapter pays."""
+
+    name = "sandboxd verbs"
+
+    def __init__(self, sandbox: Sandbox) -> None:
+        self.sandbox = sandbox
+
+    def ops(self) -> dict[str, Op]:
+        sandbox = self.sandbox
+        kib = fx.KIB_TEXT.encode()
+
+        async def read() -> None:
+            if not (await sandbox.read_file(fx.READ_FILE)).data:
+                raise RuntimeError("read_file returned nothing")
+
+        async def write() -> None:
+            await sandbox.write_file(fx.WRITE_FILE, kib)
+
+        flip = _flip()
+
+        async def edit() -> None:
+            # What an adapter does for an edit: read, replace, compare-and-swap write.
+            args = flip()
+            current = (await sandbox.read_file(fx.EDIT_FILE)).data
+            new = current.replace(args["old_string"].encode(), args["new_string"].encode(), 1)
+            await sandbox.write_file(
+                fx.EDIT_FILE, new, expected_sha256=hashlib.sha256(current).hexdigest()
+            )
+
+        def command(argv: list[str]) -> Op:
+            async def run() -> None:
+                result = await sandbox.exec(argv)
+                if result.exit_code != 0:
+                    raise RuntimeError(f"{argv} exited {result.exit_code}: {result.stderr[:300]!r}")
+
+            return run
+
+        return {
+            "read 1 KiB": read,
+            "write 1 KiB": write,
+            "edit 1 line": edit,
+            "bash true": command(["bash", "-c", "true"]),
+            "grep 1k files": command(["rg", "-l", fx.GREP_PATTERN, fx.TREE_1K]),
+            "glob 1k files": command(["rg", "--files", "-g", "*.py", fx.TREE_1K]),
+            "glob small dir": command(["rg", "--files", "-g", "*.py", fx.SMALL]),
+        }
 
 
 # ---------------------------------------------------------------- floor

@@ -13,8 +13,10 @@ from bench.stats import Summary
 
 NOTE = (
     "SWE-ReX 'docker run -p' deployment of the workspace image + swe-rex, same "
-    "limits but bridge network (its API needs a published port); bash/edit/grep/glob "
-    "run in its persistent pexpect bash session, read/write are its HTTP file endpoints"
+    "limits but bridge network (its API needs a published port); 'swe-rex session': "
+    "bash/edit/grep/glob in its persistent pexpect bash session (which waits 0.1 s per "
+    "command), 'swe-rex execute': a fresh subprocess per command via its execute endpoint; "
+    "read/write are its HTTP file endpoints in both"
 )
 
 
@@ -48,8 +50,10 @@ def run(res: Resources, fast: tuple[int, int], slow: tuple[int, int]) -> dict[st
         return {"skipped": f"SWE-ReX peer failed: {proc.stderr.strip()[-600:]}"}
     raw = json.loads(proc.stdout.strip().splitlines()[-1])
     ops = {name: Summary(**summary) for name, summary in raw["ops"].items()}
+    ops_execute = {name: Summary(**summary) for name, summary in raw["ops_execute"].items()}
     return {
         "ops": ops,
+        "ops_execute": ops_execute,
         "start_ms": raw["start_ms"],
         "setup_s": round(setup_s, 1),
         "execute_true": Summary(**raw["execute_true"]),

@@ -89,17 +89,52 @@ async def main(config: dict[str, Any]) -> dict[str, Any]:
             "glob 1k files": in_session(f"rg --files -g '*.py' {fx.TREE_1K} >/dev/null"),
             "glob small dir": in_session(f"rg --files -g '*.py' {fx.SMALL} >/dev/null"),
         }
+
+        def executed(command: str) -> Op:
+            # SWE-ReX's other mode: a fresh subprocess per command, no session
+            # (and no 0.1 s settle time); what a fast SWE-ReX adapter would use.
+            async def call() -> None:
+                out = await runtime.execute(Command(command=command, shell=True, cwd="/workspace"))
+                if out.exit_code != 0:
+                    raise RuntimeError(f"{command[:80]} exited {out.exit_code}")
+
+            return call
+
+        def sed_edit() -> str:
+            old, new = (fx.EDIT_A, fx.EDIT_B) if forward[0] else (fx.EDIT_B, fx.EDIT_A)
+            forward[0] = not forward[0]
+            return f"sed -i 's/{old}/{new}/' {fx.EDIT_FILE}"
+
+        async def edit_executed() -> None:
+            await executed(sed_edit())()
+
+        execute_ops: dict[str, Op] = {
+            "read 1 KiB": read,
+            "write 1 KiB": write,
+            "edit 1 line": edit_executed,
+            "bash true": executed("true"),
+            "grep 1k files": executed(f"rg -l '{fx.GREP_PATTERN}' {fx.TREE_1K} >/dev/null"),
+            "glob 1k files": executed(f"rg --files -g '*.py' {fx.TREE_1K} >/dev/null"),
+            "glob small dir": executed(f"rg --files -g '*.py' {fx.SMALL} >/dev/null"),
+        }
         fast, slow = config["fast"], config["slow"]
         results = {}
+        results_execute = {}
         for name, op in ops.items():
             warmup, n = slow if name.startswith(("grep", "glob 1k")) else fast
             results[name] = (await time_op(op, warmup=warmup, n=n)).to_json()
+            results_execute[name] = (await time_op(execute_ops[name], warmup=warmup, n=n)).to_json()
 
         async def execute_true() -> None:
             await runtime.execute(Command(command=["true"]))
 
         extra = (await time_op(execute_true, warmup=fast[0], n=fast[1])).to_json()
-        return {"ops": results, "execute_true": extra, "start_ms": round(started_ms, 1)}
+        return {
+            "ops": results,
+            "ops_execute": results_execute,
+            "execute_true": extra,
+            "start_ms": round(started_ms, 1),
+        }
     finally:
         await deployment.stop()
 

@@ -1,4 +1,4 @@
-"""The targets of issue 5, evaluated as ratios of numbers from the same run."""
+"""The performance targets (issue 13), evaluated as ratios of numbers from the same run."""
 
 from __future__ import annotations
 
@@ -36,32 +36,38 @@ def evaluate(results: dict[str, Any]) -> list[Target]:
     def p50(op: str, subject: str) -> float:
         return ops[op][subject].p50
 
-    for op in ("read 1 KiB", "write 1 KiB", "edit 1 line", "glob small dir"):
-        limit = p50(op, "raw exec") / 40
+    tool_ops = [op for op in ops if "sandboxd" in ops[op]]
+    for op in tool_ops:
+        if "swe-rex execute" in ops[op]:
+            targets.append(
+                Target(
+                    f"{op}: sandboxd tools p50 <= 0.6 x SWE-ReX execute",
+                    p50(op, "sandboxd"),
+                    0.6 * p50(op, "swe-rex execute"),
+                    "ms",
+                )
+            )
+    for op in ("read 1 KiB", "write 1 KiB", "edit 1 line", "bash true"):
         targets.append(
-            Target(f"{op} p50 <= raw docker exec / 40", p50(op, "sandboxd"), limit, "ms")
-        )
-    targets.append(
-        Target(
-            "bash true p50 <= raw docker exec / 20",
-            p50("bash true", "sandboxd"),
-            p50("bash true", "raw exec") / 20,
-            "ms",
-        )
-    )
-    targets.append(
-        Target(
-            "grep 1k files p50 <= 1.3 x floor",
-            p50("grep 1k files", "sandboxd"),
-            1.3 * p50("grep 1k files", "floor"),
-            "ms",
-        )
-    )
+            Target(f"{op}: sandboxd tools p50 <= floor + 1 ms", p50(op, "sandboxd"),
+                   p50(op, "floor") + 1.0, "ms")
+        )  # fmt: skip
+    for op in ("grep 1k files", "glob 1k files"):
+        targets.append(
+            Target(f"{op}: sandboxd tools p50 <= 1.2 x floor", p50(op, "sandboxd"),
+                   1.2 * p50(op, "floor"), "ms")
+        )  # fmt: skip
     life = results.get("lifecycle")
     if life:
         targets.append(
-            Target("create from warm pool p50 <= 50 ms", life["warm_create"].p50, 50, "ms")
+            Target("create from warm pool p50 <= 30 ms", life["warm_create"].p50, 30, "ms")
         )
+        for key, what in (("burst_first", "first after idle"), ("burst_later", "later bursts")):
+            if key in life:
+                targets.append(
+                    Target(f"burst of 5 creates ({what}) p95 <= 100 ms", life[key].p95, 100,
+                           "ms")
+                )  # fmt: skip
         targets.append(
             Target(
                 "cold create p50 <= 1.5 x bare docker run",

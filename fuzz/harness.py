@@ -14,7 +14,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from sandboxd.config import Settings
-from sandboxd.grpc.server import Server
+from sandboxd.daemon import Daemon as Server
 from sandboxd.v1 import sandbox_pb2 as pb
 from sandboxd.v1 import sandbox_pb2_grpc as pb_grpc
 

@@ -27,12 +27,15 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 
+def error_from_status(name: str, message: str) -> SandboxdError:
+    """The exception for a status code name (e.g. ``NOT_FOUND``) and its message."""
+    return _BY_STATUS.get(name, Internal)(message or f"sandboxd answered {name}")
+
+
 def error_from_rpc(error: grpc.RpcError) -> SandboxdError:
     code = error.code() if hasattr(error, "code") else None
     details = error.details() if hasattr(error, "details") else None
-    name = code.name if code is not None else "UNKNOWN"
-    cls = _BY_STATUS.get(name, Internal)
-    return cls(details or f"sandboxd answered {name}")
+    return error_from_status(code.name if code is not None else "UNKNOWN", details or "")
 
 
 def mapped(func: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, Coroutine[Any, Any, T]]:

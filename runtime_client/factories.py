@@ -5,14 +5,15 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 from types import TracebackType
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
 from runtime_client.grpc_transport import GrpcTransport
 from runtime_client.sandbox import Sandbox
-from sandboxd.backends.local import LocalBackend
-from sandboxd.config import Settings
 from sandboxd.models import SandboxOptions
-from sandboxd.service import SandboxService
+
+if TYPE_CHECKING:
+    from sandboxd.backends.local import LocalBackend
+    from sandboxd.service import SandboxService
 
 
 def _with_cwd(options: SandboxOptions, cwd: str | None) -> SandboxOptions:
@@ -67,12 +68,42 @@ class LocalSandboxFactory(_ClosingFactory):
     development, tests, and agents that already run inside a sandbox of
     their own. ``cwd`` names a folder under ``/workspace``, which here is
     ``root/<instance_id>``.
+
+    Needs the ``local`` extra (the daemon's service runs in this process).
+    It is configured by these arguments alone, never by ``SANDBOXD_*``
+    variables; a limit left ``None`` is the daemon's default.
     """
 
-    def __init__(self, root: str | Path, *, options: SandboxOptions | None = None) -> None:
-        settings = Settings(backend="local", local_root=Path(root))
-        self._backend = LocalBackend(settings)
-        self.service = SandboxService(self._backend, settings)
+    def __init__(
+        self,
+        root: str | Path,
+        *,
+        options: SandboxOptions | None = None,
+        max_payload_bytes: int | None = None,
+        max_output_bytes: int | None = None,
+        exec_timeout_ms: int | None = None,
+        max_exec_timeout_ms: int | None = None,
+    ) -> None:
+        from sandboxd.extras import require
+
+        require("local", "LocalSandboxFactory")
+        from sandboxd.backends.local import LocalBackend
+        from sandboxd.config import Settings
+        from sandboxd.service import SandboxService
+
+        limits = {
+            "max_payload_bytes": max_payload_bytes,
+            "max_output_bytes": max_output_bytes,
+            "exec_timeout_ms": exec_timeout_ms,
+            "max_exec_timeout_ms": max_exec_timeout_ms,
+        }
+        settings = Settings.from_arguments(
+            backend="local",
+            local_root=Path(root),
+            **{name: value for name, value in limits.items() if value is not None},
+        )
+        self._backend: LocalBackend = LocalBackend(settings)
+        self.service: SandboxService = SandboxService(self._backend, settings)
         self.options = options or SandboxOptions()
         self._started = False
 

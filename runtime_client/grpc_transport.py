@@ -2,25 +2,32 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Mapping
 from typing import Any
 
 import grpc
 
 from runtime_client._status import mapped, mapped_stream
+from runtime_client.tool_stream import StreamUnsupported, ToolCallStream
 from sandboxd.grpc import convert
 from sandboxd.models import (
+    DownloadDone,
     ExecEvent,
     ExecRequest,
     ExecResult,
     ExistsResult,
     FileInfo,
+    ForkResult,
     ReadFileResult,
     SandboxInfo,
     SandboxOptions,
     SandboxToolResult,
     ServerStatus,
+    ToolDescription,
+    TreeDownloadDone,
+    TreeUploadResult,
     WriteFileResult,
 )
 from sandboxd.v1 import sandbox_pb2 as pb
@@ -29,10 +36,7 @@ from sandboxd.v1 import sandbox_pb2_grpc as pb_grpc
 _MAX_MESSAGE = 256 << 20  # the server enforces the real limits and says so
 
 
-class _BearerToken(
-    grpc.aio.UnaryUnaryClientInterceptor,  # type: ignore[misc]
-    grpc.aio.UnaryStreamClientInterceptor,  # type: ignore[misc]
-):
+class _BearerToken:
     """Adds ``authorization: Bearer`` to every call (needed on TCP listeners)."""
 
     def __init__(self, token: str) -> None:
@@ -42,11 +46,38 @@ class _BearerToken(
         metadata = [*(details.metadata or ()), self._header]
         return details._replace(metadata=metadata)
 
+
+# grpc.aio files each interceptor under the first call kind it implements, so
+# every kind needs an interceptor object of its own.
+class _UnaryUnaryToken(_BearerToken, grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
     async def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
         return await continuation(self._with_token(details), request)
 
+
+class _UnaryStreamToken(_BearerToken, grpc.aio.UnaryStreamClientInterceptor):  # type: ignore[misc]
     async def intercept_unary_stream(self, continuation: Any, details: Any, request: Any) -> Any:
         return await continuation(self._with_token(details), request)
+
+
+class _StreamUnaryToken(_BearerToken, grpc.aio.StreamUnaryClientInterceptor):  # type: ignore[misc]
+    async def intercept_stream_unary(
+        self, continuation: Any, details: Any, request_iterator: Any
+    ) -> Any:
+        return await continuation(self._with_token(details), request_iterator)
+
+
+class _StreamStreamToken(_BearerToken, grpc.aio.StreamStreamClientInterceptor):  # type: ignore[misc]
+    async def intercept_stream_stream(
+        self, continuation: Any, details: Any, request_iterator: Any
+    ) -> Any:
+        return await continuation(self._with_token(details), request_iterator)
+
+
+def _token_interceptors(token: str) -> list[Any]:
+    return [
+        kind(token) for kind in (_UnaryUnaryToken, _UnaryStreamToken, _StreamUnaryToken,
+                                 _StreamStreamToken)
+    ]  # fmt: skip
 
 
 class GrpcTransport:
@@ -55,6 +86,8 @@ class GrpcTransport:
         self._token = token
         self._channel: grpc.aio.Channel | None = None
         self._stub: pb_grpc.SandboxServiceStub | None = None
+        self._tool_stream: ToolCallStream | None = None
+        self._tool_stream_supported = True
 
     @property
     def stub(self) -> pb_grpc.SandboxServiceStub:
@@ -62,7 +95,7 @@ class GrpcTransport:
         if self._stub is None:
             self._channel = grpc.aio.insecure_channel(
                 self.target,
-                interceptors=[_BearerToken(self._token)] if self._token else None,
+                interceptors=_token_interceptors(self._token) if self._token else None,
                 options=[
                     ("grpc.max_receive_message_length", _MAX_MESSAGE),
                     ("grpc.max_send_message_length", _MAX_MESSAGE),
@@ -72,6 +105,9 @@ class GrpcTransport:
         return self._stub
 
     async def close(self) -> None:
+        if self._tool_stream is not None:
+            await self._tool_stream.close()
+            self._tool_stream = None
         if self._channel is not None:
             await self._channel.close()
         self._channel = None
@@ -92,6 +128,11 @@ class GrpcTransport:
     async def get_sandbox(self, instance_id: str) -> SandboxInfo:
         reply = await self.stub.GetSandbox(pb.GetSandboxRequest(instance_id=instance_id))
         return convert.info_from_pb(reply.sandbox)
+
+    @mapped
+    async def list_tools(self) -> list[ToolDescription]:
+        """The daemon's tools: names, descriptions, argument JSON schemas."""
+        return convert.tool_descriptions_from_pb(await self.stub.ListTools(pb.ListToolsRequest()))
 
     @mapped
     async def get_status(self) -> ServerStatus:
@@ -214,13 +255,150 @@ class GrpcTransport:
     ) -> SandboxToolResult:
         # CallTool rather than the typed RPCs: the fields come back exactly as
         # the tool made them, so both factories hand out identical results.
-        reply = await self.stub.CallTool(
-            pb.CallToolRequest(
-                instance_id=instance_id,
-                name=name,
-                arguments_json=json.dumps(dict(arguments)),
-                tool_call_id=tool_call_id or "",
-            )
+        request = pb.CallToolRequest(
+            instance_id=instance_id,
+            name=name,
+            arguments_json=json.dumps(dict(arguments)),
+            tool_call_id=tool_call_id or "",
         )
+        reply = await self._call_tool(request)
         fields = json.loads(reply.fields_json or "{}")
         return SandboxToolResult(text=reply.text, is_error=reply.is_error, fields=fields)
+
+    async def _call_tool(self, request: pb.CallToolRequest) -> pb.CallToolResponse:
+        # Over the shared ToolCalls stream (cheaper per call); unary CallTool
+        # against a daemon that predates it.
+        if self._tool_stream_supported:
+            if self._tool_stream is None:
+                self._tool_stream = ToolCallStream(lambda: self.stub.ToolCalls())
+            try:
+                return await self._tool_stream.call(request)
+            except StreamUnsupported:
+                self._tool_stream_supported = False
+        reply: pb.CallToolResponse = await self.stub.CallTool(request)
+        return reply
+
+    # ------------------------------------------------------------ transfers
+
+    @mapped
+    async def upload_file(
+        self,
+        instance_id: str,
+        path: str,
+        chunks: AsyncIterable[bytes],
+        *,
+        create_parents: bool = False,
+        expected_sha256: str | None = None,
+        mode: int | None = None,
+    ) -> WriteFileResult:
+        header = pb.UploadHeader(instance_id=instance_id, path=path, create_parents=create_parents)
+        if expected_sha256 is not None:
+            header.expected_sha256 = expected_sha256
+        if mode is not None:
+            header.mode = mode
+
+        def message(chunk: bytes) -> pb.UploadRequest:
+            return pb.UploadRequest(data=chunk)
+
+        reply = await _client_stream(
+            self.stub.Upload, pb.UploadRequest(header=header), chunks, message
+        )
+        return WriteFileResult(size=reply.size, sha256=reply.sha256, created=reply.created)
+
+    @mapped_stream
+    async def download_file(
+        self, instance_id: str, path: str, offset: int = 0, length: int | None = None
+    ) -> AsyncIterator[bytes | DownloadDone]:
+        request = pb.DownloadRequest(instance_id=instance_id, path=path, offset=offset)
+        if length is not None:
+            request.length = length
+        call = self.stub.Download(request)
+        try:
+            async for message in call:
+                if message.WhichOneof("part") == "done":
+                    done = message.done
+                    yield DownloadDone(size=done.size, sha256=done.sha256, file_size=done.file_size)
+                else:
+                    yield message.data
+        finally:
+            call.cancel()
+
+    @mapped
+    async def upload_tree(
+        self, instance_id: str, path: str, chunks: AsyncIterable[bytes]
+    ) -> TreeUploadResult:
+        def message(chunk: bytes) -> pb.UploadTreeRequest:
+            return pb.UploadTreeRequest(data=chunk)
+
+        reply = await _client_stream(
+            self.stub.UploadTree,
+            pb.UploadTreeRequest(header=pb.UploadTreeHeader(instance_id=instance_id, path=path)),
+            chunks,
+            message,
+        )
+        return TreeUploadResult(
+            files=reply.files,
+            directories=reply.directories,
+            symlinks=reply.symlinks,
+            bytes=reply.bytes,
+        )
+
+    @mapped_stream
+    async def download_tree(
+        self, instance_id: str, path: str, *, gitignore: bool = False
+    ) -> AsyncIterator[bytes | TreeDownloadDone]:
+        call = self.stub.DownloadTree(
+            pb.DownloadTreeRequest(instance_id=instance_id, path=path, gitignore=gitignore)
+        )
+        try:
+            async for message in call:
+                if message.WhichOneof("part") == "done":
+                    done = message.done
+                    yield TreeDownloadDone(
+                        entries=done.entries, bytes=done.bytes, skipped=done.skipped
+                    )
+                else:
+                    yield message.data
+        finally:
+            call.cancel()
+
+    @mapped
+    async def fork_sandbox(
+        self, source_id: str, new_id: str, options: SandboxOptions | None = None
+    ) -> ForkResult:
+        reply = await self.stub.ForkSandbox(
+            pb.ForkSandboxRequest(
+                source_id=source_id,
+                new_id=new_id,
+                options=convert.options_to_pb(options or SandboxOptions()),
+            )
+        )
+        return ForkResult(
+            sandbox=convert.info_from_pb(reply.sandbox),
+            method=reply.method,
+            duration_ms=reply.duration_ms,
+        )
+
+
+async def _client_stream(
+    method: Any, header: Any, chunks: AsyncIterable[bytes], message: Any
+) -> Any:
+    """Run a client-streaming call; when the caller's chunk source fails, grpc
+    cancels the call, and the caller gets its own error back instead."""
+    failure: list[BaseException] = []
+
+    async def messages() -> AsyncIterator[Any]:
+        yield header
+        try:
+            async for chunk in chunks:
+                yield message(chunk)
+        except Exception as exc:
+            failure.append(exc)
+            raise
+
+    try:
+        return await method(messages())
+    except asyncio.CancelledError:
+        if failure:
+            raise failure[0] from None
+        raise

@@ -29,14 +29,15 @@ import re
 import secrets
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import pytest
 
-from runtime_client.errors import NotFound, SandboxdError
-from runtime_client.factories import GrpcSandboxFactory, LocalSandboxFactory
-from runtime_client.sandbox import Sandbox
-from sandboxd.models import SandboxOptions
+# pytest loads this plugin in every run where sandboxd is installed: the client
+# (grpc, the local backend) is imported only by a test that uses the fixtures.
+if TYPE_CHECKING:
+    from runtime_client.factories import GrpcSandboxFactory, LocalSandboxFactory
+    from runtime_client.sandbox import Sandbox
 
 Backend = Literal["local", "grpc"]
 BACKENDS: tuple[Backend, ...] = ("local", "grpc")
@@ -118,6 +119,8 @@ class IsolatedSandboxFactory:
         return sandbox
 
     async def cleanup(self) -> None:
+        from runtime_client.errors import NotFound, SandboxdError
+
         problems: list[str] = []
         for sandbox in reversed(self.created):
             try:
@@ -148,6 +151,9 @@ async def sandbox_factory(
     backend_name = anyio_backend if isinstance(anyio_backend, str) else anyio_backend[0]
     if backend_name != "asyncio":
         pytest.skip("sandboxd's client (grpc.aio) runs on asyncio only")
+    from runtime_client.factories import GrpcSandboxFactory, LocalSandboxFactory
+    from sandboxd.models import SandboxOptions
+
     inner: GrpcSandboxFactory | LocalSandboxFactory
     if sandbox_backend == "grpc":
         config = request.config

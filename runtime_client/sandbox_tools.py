@@ -1,4 +1,7 @@
-"""The six sandbox tools (read, write, edit, bash, grep, glob) bound to one ``Sandbox``.
+"""The sandbox tools bound to one ``Sandbox``.
+
+The six of TOOLS.md (read, write, edit, bash, grep, glob), and bash's
+background-job tools (bash_output, kill_shell).
 
 They hand the model's arguments to ``Sandbox.call_tool`` untouched: aliases,
 numeric strings and unknown keys are judged by the one implementation of the
@@ -18,12 +21,13 @@ import anyio
 from runtime_client.errors import SandboxUnavailable
 from runtime_client.sandbox import Sandbox
 from runtime_client.tools import Tool, ToolContext, ToolResult
+from sandboxd.tool_contract import BASH_MAX_TIMEOUT_S, TOOL_NAMES, description, input_schema
 
-SANDBOX_TOOL_NAMES: tuple[str, ...] = ("read", "write", "edit", "bash", "grep", "glob")
+SANDBOX_TOOL_NAMES: tuple[str, ...] = TOOL_NAMES
 
-# bash enforces its own limit (at most 600 s); the runner's is only a backstop
-# for a sandbox that stops answering.
-_BASH_BACKSTOP_S = 660.0
+# bash enforces its own limit; the runner's is only a backstop for a sandbox
+# that stops answering.
+_BASH_BACKSTOP_S = BASH_MAX_TIMEOUT_S + 60.0
 _FILE_TOOL_BACKSTOP_S = 300.0
 _RETRY_DELAY_S = 0.5
 
@@ -35,130 +39,10 @@ class SandboxToolsProvider(Protocol):
     def tools(self, sandbox: Sandbox) -> Sequence[Tool[Any]]: ...
 
 
-def _string(description: str) -> dict[str, Any]:
-    return {"type": "string", "description": description}
-
-
-def _integer(description: str, minimum: int | None = None) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": "integer", "description": description}
-    if minimum is not None:
-        schema["minimum"] = minimum
-    return schema
-
-
-def _boolean(description: str) -> dict[str, Any]:
-    return {"type": "boolean", "description": description}
-
-
-def _object(properties: dict[str, Any], required: Sequence[str]) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": list(required),
-        "additionalProperties": False,
-    }
-
-
-SCHEMAS: Mapping[str, dict[str, Any]] = {
-    "read": _object(
-        {
-            "file_path": _string("Path of the file: absolute, or relative to the working folder."),
-            "offset": _integer("1-based line to start at (default 1).", 0),
-            "limit": _integer("Number of lines to read (default 2000).", 1),
-        },
-        ["file_path"],
-    ),
-    "write": _object(
-        {
-            "file_path": _string("Path of the file: absolute, or relative to the working folder."),
-            "content": _string("The whole new content of the file."),
-        },
-        ["file_path", "content"],
-    ),
-    "edit": _object(
-        {
-            "file_path": _string("Path of the file: absolute, or relative to the working folder."),
-            "old_string": _string(
-                "Exact text to replace, without read's line-number prefixes. Empty creates "
-                "a missing file."
-            ),
-            "new_string": _string("Text to put in its place (inserted literally)."),
-            "replace_all": _boolean("Replace every occurrence (default false)."),
-        },
-        ["file_path", "old_string", "new_string"],
-    ),
-    "bash": _object(
-        {
-            "command": _string("The command, run by bash -c in the working folder."),
-            "timeout": _integer("Timeout in milliseconds (1000-600000, default 120000).", 1000),
-            "description": _string("What the command does, in a few words (for logs)."),
-            "run_in_background": _boolean(
-                "Start it in the background and return at once with a job id and log path."
-            ),
-            "workdir": _string("Run in this folder without changing the saved working folder."),
-        },
-        ["command"],
-    ),
-    "grep": _object(
-        {
-            "pattern": _string("Regular expression (Rust/ripgrep syntax)."),
-            "path": _string("File or folder to search (default: the working folder)."),
-            "glob": _string("Only files whose names match this glob, e.g. *.py."),
-            "type": _string("Only files of this ripgrep type, e.g. py."),
-            "output_mode": {
-                "type": "string",
-                "enum": ["files_with_matches", "content", "count"],
-                "description": "files_with_matches (default), content, or count.",
-            },
-            "-i": _boolean("Case-insensitive."),
-            "-n": _boolean("Line numbers in content mode (default true)."),
-            "-A": _integer("Lines of context after each match (content mode).", 0),
-            "-B": _integer("Lines of context before each match (content mode).", 0),
-            "-C": _integer("Lines of context around each match (content mode).", 0),
-            "multiline": _boolean("Let the pattern span lines."),
-            "literal": _boolean("Treat the pattern as plain text, not a regex."),
-            "head_limit": _integer("Show at most this many entries (default 250).", 1),
-            "offset": _integer("Skip this many entries (paging).", 0),
-        },
-        ["pattern"],
-    ),
-    "glob": _object(
-        {
-            "pattern": _string(
-                "Glob: *, **, ?, [...], {a,b}. Without / it matches names at any depth."
-            ),
-            "path": _string("Folder to search (default: the working folder)."),
-            "head_limit": _integer("Show at most this many files (default 100).", 1),
-            "offset": _integer("Skip this many files (paging).", 0),
-            "no_ignore": _boolean("Include files that .gitignore hides."),
-        },
-        ["pattern"],
-    ),
-}
-
-DESCRIPTIONS: Mapping[str, str] = {
-    "read": (
-        "Read a text file, shown cat -n style with line numbers. Pages of 2000 lines; "
-        "use offset and limit for the rest."
-    ),
-    "write": (
-        "Create or overwrite a file with the given content; parent folders are created. "
-        "Overwriting needs a read of the file first."
-    ),
-    "edit": (
-        "Replace old_string with new_string in a file. old_string must match exactly one "
-        "place unless replace_all is true. Read the file first."
-    ),
-    "bash": (
-        "Run a shell command in the sandbox and get its output and exit code. The working "
-        "folder and exported variables persist between calls."
-    ),
-    "grep": (
-        "Search file contents with a regular expression (ripgrep). Lists matching files by "
-        "default; output_mode=content shows the lines."
-    ),
-    "glob": "Find files by name pattern, newest first (e.g. **/*.py).",
-}
+# Derived from the tools' own specs (sandboxd.tool_contract): one source for
+# the schemas here, the MCP bridge's tool list and the HTTP routes.
+SCHEMAS: Mapping[str, dict[str, Any]] = {name: input_schema(name) for name in TOOL_NAMES}
+DESCRIPTIONS: Mapping[str, str] = {name: description(name) for name in TOOL_NAMES}
 
 
 def _path_keys(arguments: Mapping[str, Any]) -> frozenset[str]:
@@ -185,6 +69,9 @@ _LOCK_KEYS = {
     "write": _path_keys,
     "edit": _path_keys,
     "bash": _bash_keys,
+    # Kept in the model's order with bash calls: a job is started, then read or stopped.
+    "bash_output": _bash_keys,
+    "kill_shell": _bash_keys,
 }
 
 
@@ -208,7 +95,7 @@ def sandbox_tool(
     scope: str | None = None,
     sequence: Iterator[int] | None = None,
 ) -> Tool[Mapping[str, Any]]:
-    """One of the six tools, bound to ``sandbox``.
+    """One of the sandbox tools, bound to ``sandbox``.
 
     A call that meets ``SandboxUnavailable`` (say, the daemon restarting) is
     sent once more with the same ``tool_call_id``, which sandboxd uses to
@@ -239,12 +126,13 @@ def sandbox_tool(
         run=run,
         parse=_pass_through,
         timeout=_BASH_BACKSTOP_S if name == "bash" else _FILE_TOOL_BACKSTOP_S,
-        lock_keys=_LOCK_KEYS[name],
+        # A tool without its own rule (a new one) runs one at a time, like bash.
+        lock_keys=_LOCK_KEYS.get(name, _bash_keys),
     )
 
 
 def sandbox_tools(sandbox: Sandbox) -> list[Tool[Mapping[str, Any]]]:
-    """The six tools bound to ``sandbox``, in the order of TOOLS.md."""
+    """The sandbox tools bound to ``sandbox``, in the order of TOOLS.md."""
     scope, sequence = secrets.token_hex(8), itertools.count(1)
     return [
         sandbox_tool(sandbox, name, scope=scope, sequence=sequence) for name in SANDBOX_TOOL_NAMES
@@ -252,7 +140,7 @@ def sandbox_tools(sandbox: Sandbox) -> list[Tool[Mapping[str, Any]]]:
 
 
 def tools_for(factory: object, sandbox: Sandbox) -> list[Tool[Any]]:
-    """The factory's own tool set when it offers one, else the six tools."""
+    """The factory's own tool set when it offers one, else the sandbox tools."""
     if isinstance(factory, SandboxToolsProvider):
         return list(factory.tools(sandbox))
     return list(sandbox_tools(sandbox))

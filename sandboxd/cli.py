@@ -11,16 +11,15 @@ import sys
 import time
 from typing import Any
 
-from pydantic import ValidationError
-
 from sandboxd import __version__
-from sandboxd.config import Settings
 from sandboxd.errors import SandboxdError
-from sandboxd.observability.calls import log_fields
+from sandboxd.extras import MissingExtra, require
 
 
 class _JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
+        from sandboxd.observability.calls import log_fields
+
         entry: dict[str, Any] = {
             "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)),
             "level": record.levelname.lower(),
@@ -40,11 +39,16 @@ def _parser() -> argparse.ArgumentParser:
     serve = commands.add_parser(
         "serve", help="serve the gRPC API (flags override SANDBOXD_* variables)"
     )
+    _add_mcp_parser(commands)
+    # `sandboxd mcp` and `--help` work without the server extra; `serve` then says it is missing.
+    try:
+        from sandboxd.config import Settings
+    except ImportError:
+        return parser
     for name, field in Settings.model_fields.items():
         serve.add_argument(
             f"--{name.replace('_', '-')}", dest=name, default=None, help=field.description
         )
-    _add_mcp_parser(commands)
     return parser
 
 
@@ -73,6 +77,11 @@ def _add_mcp_parser(commands: Any) -> None:
 def _mcp(args: argparse.Namespace) -> int:
     # stdout is the protocol channel under stdio: logs go to stderr only.
     logging.basicConfig(level="WARNING", stream=sys.stderr)
+    try:
+        require("mcp", "sandboxd mcp")
+    except MissingExtra as exc:
+        print(exc, file=sys.stderr)
+        return 2
     from sandboxd.mcp_bridge import run_bridge
 
     try:
@@ -110,6 +119,15 @@ def main(argv: list[str] | None = None) -> int:
     _warn_token_on_command_line(sys.argv[1:] if argv is None else argv)
     if args.command == "mcp":
         return _mcp(args)
+    try:
+        require("server", "sandboxd serve")
+    except MissingExtra as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    from pydantic import ValidationError
+
+    from sandboxd.config import Settings
+
     overrides = {k: v for k, v in vars(args).items() if k != "command" and v is not None}
     try:
         settings = Settings(**overrides)
@@ -119,11 +137,11 @@ def main(argv: list[str] | None = None) -> int:
     handler = logging.StreamHandler()
     handler.setFormatter(_JsonFormatter())
     logging.basicConfig(level=settings.log_level.upper(), handlers=[handler])
-    from sandboxd.grpc.server import Server
+    from sandboxd.daemon import Daemon
 
     async def serve() -> None:
         # grpc.aio binds its server to the loop it is created on.
-        await Server(settings).serve_until_signalled()
+        await Daemon(settings).serve_until_signalled()
 
     try:
         asyncio.run(serve())

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 MiB = 1 << 20
 
@@ -67,7 +67,21 @@ class Settings(BaseSettings):
     exec_timeout_ms: int = Field(120_000, ge=1000, description="default exec timeout")
     max_exec_timeout_ms: int = Field(3_600_000, ge=1000, description="largest exec timeout")
     pool_size: int = Field(
-        2, ge=0, le=64, description="warm workspaces kept ready for default-option creates (0: off)"
+        2,
+        ge=0,
+        le=64,
+        description="warm workspaces always kept ready for default-option creates (0: off); "
+        "the pool grows towards pool_max while creates come in bursts",
+    )
+    pool_max: int = Field(
+        8,
+        ge=0,
+        le=64,
+        description="most warm workspaces the pool grows to under demand (as many as were "
+        "claimed in the last 5 minutes)",
+    )
+    pool_parallel: int = Field(
+        2, ge=1, le=16, description="warm workspaces started at the same time when refilling"
     )
     idle_ttl_seconds: int = Field(
         0,
@@ -85,3 +99,25 @@ class Settings(BaseSettings):
     access_log: bool = Field(
         False, description="one INFO line per call (otherwise DEBUG: high call rates flood INFO)"
     )
+
+    @classmethod
+    def from_arguments(cls, **values: Any) -> Settings:
+        """These values over the defaults, ignoring every ``SANDBOXD_*`` variable.
+
+        For in-process users (``LocalSandboxFactory``): an agent's environment
+        must not reconfigure the library it embeds.
+        """
+        return _ArgumentsOnly(**values)
+
+
+class _ArgumentsOnly(Settings):
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings,)

@@ -3,12 +3,48 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 # The Docker fixtures serve the docker tier and the conformance suite's Docker backend.
 pytest_plugins = ["tests.docker_fixtures"]
+
+# The tiers, most demanding first: a test's tier is the first of these it carries.
+TIERS = ("docker", "conformance", "inproc", "unit")
+
+# Each test directory's tier. A test module may still name a more demanding
+# one itself (e.g. tests/runtime/test_swap_docker.py is docker); every test
+# ends up with exactly the markers that say what it needs.
+DIRECTORY_TIERS = {
+    "unit": "unit",
+    "runtime": "unit",
+    "grpc": "inproc",
+    "http": "inproc",
+    "fuzz": "inproc",
+    "ecosystem": "inproc",
+    "conformance": "conformance",
+    "docker": "docker",
+    "hostile": "docker",
+}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    tests_root = Path(__file__).parent
+    for item in items:
+        if any(item.get_closest_marker(tier) for tier in TIERS):
+            continue
+        try:
+            directory = item.path.relative_to(tests_root).parts[0]
+        except ValueError:
+            continue  # not one of ours (e.g. a pytester inner run)
+        tier = DIRECTORY_TIERS.get(directory)
+        if tier is None:
+            raise pytest.UsageError(
+                f"{item.nodeid}: tests/{directory} has no tier in tests/conftest.py DIRECTORY_TIERS"
+            )
+        item.add_marker(tier)
 
 
 @pytest.fixture
@@ -23,9 +59,7 @@ _tier_outcomes: dict[str, dict[str, int]] = {}
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     # Count per tier so the summary shows the Docker tier really ran.
     if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
-        tier = next(
-            (m for m in ("docker", "conformance", "grpc", "unit") if m in report.keywords), "other"
-        )
+        tier = next((m for m in TIERS if m in report.keywords), "other")
         # An xfail is a documented known gap that ran, not a test that was skipped.
         if hasattr(report, "wasxfail"):
             outcome = "xfailed" if report.skipped else "xpassed"

@@ -27,6 +27,7 @@ from sandboxd.executor.bundle import bundle_id, bundle_payload
 from sandboxd.executor.wire import PROTOCOL_VERSION
 from sandboxd.models import SandboxOptions
 from sandboxd.observability import metrics
+from sandboxd.tool_contract import BASH_MAX_TIMEOUT_S
 
 log = logging.getLogger(__name__)
 
@@ -230,8 +231,8 @@ class DockerWorkspace:
         )
 
 
-#: bash's own largest timeout (TOOLS.md): the daemon never gives up before it.
-MAX_BASH_TIMEOUT_S = 600.0
+#: bash's own largest timeout: the daemon never gives up before it.
+MAX_BASH_TIMEOUT_S = BASH_MAX_TIMEOUT_S
 
 
 def _timeout_for(op: str, args: Mapping[str, Any]) -> float:

@@ -25,6 +25,7 @@ from runtime_client.sandbox import Sandbox
 from sandboxd.ctl import render
 from sandboxd.ctl.connect import DEFAULT_TARGET, Connection, fail, health, run
 from sandboxd.models import ExecExit, ExecOutput, SandboxOptions, SandboxToolResult
+from sandboxd.tool_contract import BASH_MAX_TIMEOUT_MS, BASH_MIN_TIMEOUT_MS
 
 app = typer.Typer(
     name="sandboxctl",
@@ -210,7 +211,9 @@ def bash(
     ctx: typer.Context,
     instance_id: InstanceId,
     command: Annotated[str, typer.Argument(help="run by bash -c; cd and export persist")],
-    timeout: Annotated[int | None, typer.Option(help="milliseconds (1000-600000)")] = None,
+    timeout: Annotated[
+        int | None, typer.Option(help=f"milliseconds ({BASH_MIN_TIMEOUT_MS}-{BASH_MAX_TIMEOUT_MS})")
+    ] = None,
     workdir: Annotated[str | None, typer.Option(help="run in this folder")] = None,
     background: Annotated[bool, typer.Option("--background", help="return a job id")] = False,
     as_json: JsonFlag = False,

@@ -19,7 +19,8 @@ from typing import Any
 from sandboxd.errors import InvalidArgument
 
 #: Tools whose effects must not happen twice; the others are simply re-run.
-RECORDED_TOOLS = frozenset({"write", "edit", "bash"})
+#: bash_output moves the job's read offset, so a retry must not lose output.
+RECORDED_TOOLS = frozenset({"write", "edit", "bash", "bash_output", "kill_shell"})
 DEFAULT_LIMIT = 1024
 
 

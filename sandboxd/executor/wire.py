@@ -7,7 +7,8 @@ what lets a restarted sandboxd re-attach to a running executor.
 Requests:   {"id": 7, "op": "read_file", "args": {...}}
 Replies:    {"id": 7, "ok": {...}}  |  {"id": 7, "err": {"kind": ..., "message": ...}}
 Stream:     {"id": 7, "ev": {...}}  (zero or more before the reply)
-Bytes travel base64-encoded under keys ending in ``_b64``.
+Bytes travel base64-encoded under keys ending in ``_base64`` (``BASE64_SUFFIX``,
+the same naming as the HTTP API's JSON).
 """
 
 from __future__ import annotations
@@ -59,11 +60,17 @@ def unb64(text: object) -> bytes:
     return base64.b64decode(text, validate=True)
 
 
+#: One base64 naming on every wire: the executor's frames and the HTTP API's JSON.
+BASE64_SUFFIX = "_base64"
+
+
 def to_wire(value: Any) -> Any:
-    """Top-level ``bytes`` fields become base64 text under ``<name>_b64``."""
+    """Top-level ``bytes`` fields become base64 text under ``<name>_base64``."""
     if isinstance(value, dict):
         return {
-            (f"{k}_b64" if isinstance(v, bytes) else k): (b64(v) if isinstance(v, bytes) else v)
+            (k + BASE64_SUFFIX if isinstance(v, bytes) else k): (
+                b64(v) if isinstance(v, bytes) else v
+            )
             for k, v in value.items()
         }
     return value
@@ -73,9 +80,9 @@ def from_wire(fields: dict[str, Any]) -> dict[str, Any]:
     """Inverse of ``to_wire``; raise InvalidArgument for bad base64."""
     decoded: dict[str, Any] = {}
     for key, value in fields.items():
-        if key.endswith("_b64"):
+        if key.endswith(BASE64_SUFFIX):
             try:
-                decoded[key[:-4]] = unb64(value)
+                decoded[key.removesuffix(BASE64_SUFFIX)] = unb64(value)
             except ValueError as exc:
                 raise InvalidArgument(f"{key} is not valid base64") from exc
         else:

@@ -6,6 +6,8 @@ protobuf never leaks past the transport on either side.
 
 from __future__ import annotations
 
+import json
+import logging
 from typing import Any, TypeVar
 
 from sandboxd.models import (
@@ -23,8 +25,11 @@ from sandboxd.models import (
     SandboxOptions,
     SandboxToolResult,
     ServerStatus,
+    ToolDescription,
 )
 from sandboxd.v1 import sandbox_pb2 as pb
+
+log = logging.getLogger(__name__)
 
 _RUNTIME_TO_PB = {
     None: pb.RUNTIME_UNSPECIFIED,
@@ -243,6 +248,11 @@ _TOOL_PARAM = {
 _ALWAYS_SENT = {"file_path", "content", "old_string", "new_string", "command", "pattern"}
 
 
+def tool_param_name(field_name: str) -> str:
+    """The tool's own name of a typed request's field."""
+    return _TOOL_PARAM.get(field_name, field_name)
+
+
 def tool_args_from_pb(message: Any) -> dict[str, Any]:
     """Canonical tool arguments from a typed request: only what was set."""
     args: dict[str, Any] = {}
@@ -255,12 +265,17 @@ def tool_args_from_pb(message: Any) -> dict[str, Any]:
                 continue
         elif field.name not in _ALWAYS_SENT and not value:
             continue
-        args[_TOOL_PARAM.get(field.name, field.name)] = value
+        args[tool_param_name(field.name)] = value
     return args
 
 
 def tool_response_to_pb(response_type: type[R], result: SandboxToolResult) -> R:
-    """A typed tool response; fields the message lacks stay in CallTool only."""
+    """A typed tool response.
+
+    Every field a tool documents has its place in the message (a drift test,
+    tests/unit/test_tool_contract.py, holds the tools' docstrings and the
+    proto together); anything else stays in CallTool's fields_json.
+    """
     message = response_type(text=result.text, is_error=result.is_error)  # type: ignore[call-arg]
     for field in response_type.DESCRIPTOR.fields:  # type: ignore[attr-defined]
         value = result.fields.get(field.name)
@@ -273,6 +288,39 @@ def tool_response_to_pb(response_type: type[R], result: SandboxToolResult) -> R:
                 setattr(message, field.name, value)
         except (TypeError, ValueError):
             # Fields come from inside a sandbox: a malformed one is dropped,
-            # never allowed to fail the call.
+            # never allowed to fail the call, but not without a trace.
+            log.warning(
+                "%s: dropped field %s with a value of type %s",
+                response_type.__name__,
+                field.name,
+                type(value).__name__,
+            )
             continue
     return message
+
+
+def tool_descriptions_to_pb(tools: list[ToolDescription]) -> pb.ListToolsResponse:
+    return pb.ListToolsResponse(
+        tools=[
+            pb.ToolDescription(
+                name=tool.name,
+                description=tool.description,
+                input_schema_json=json.dumps(tool.input_schema),
+            )
+            for tool in tools
+        ]
+    )
+
+
+def tool_descriptions_from_pb(message: pb.ListToolsResponse) -> list[ToolDescription]:
+    tools = []
+    for tool in message.tools:
+        schema = json.loads(tool.input_schema_json or "{}")
+        tools.append(
+            ToolDescription(
+                name=tool.name,
+                description=tool.description,
+                input_schema=schema if isinstance(schema, dict) else {},
+            )
+        )
+    return tools

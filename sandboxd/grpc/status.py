@@ -8,6 +8,7 @@ else in the server calls ``context.abort``. The table is the error tree's own
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import uuid
@@ -36,15 +37,18 @@ def status_code(error: SandboxdError) -> grpc.StatusCode:
     return getattr(grpc.StatusCode, error.status_name, grpc.StatusCode.INTERNAL)
 
 
-async def _abort(context: grpc.aio.ServicerContext, exc: BaseException) -> None:
-    mark_failed(exc)  # the abort that follows hides the cause from ``observe``
+def describe(exc: BaseException) -> tuple[grpc.StatusCode, str]:
+    """The status a failed call ends with: its code, and a message for the caller."""
     if isinstance(exc, SandboxdError):
-        await context.abort(status_code(exc), exc.message)
+        return status_code(exc), exc.message
     incident = uuid.uuid4().hex[:12]
     log.error("internal error %s", incident, exc_info=exc)
-    await context.abort(
-        grpc.StatusCode.INTERNAL, f"internal error {incident}; the daemon log has the details"
-    )
+    return grpc.StatusCode.INTERNAL, f"internal error {incident}; the daemon log has the details"
+
+
+async def _abort(context: grpc.aio.ServicerContext, exc: BaseException) -> None:
+    mark_failed(exc)  # the abort that follows hides the cause from ``observe``
+    await context.abort(*describe(exc))
 
 
 def unary(
@@ -86,13 +90,46 @@ def streaming(
                 async for item in method(self, request, context):
                     yield item
             finally:
-                leave_scope(token)
+                # A stream the client abandoned is closed by grpc from another
+                # context, where this token cannot be reset (nor needs to be).
+                with contextlib.suppress(ValueError):
+                    leave_scope(token)
         except Exception as exc:
             if _is_abort(exc):
                 raise
             await _abort(context, exc)
 
     return _observed_streaming(wrapper)
+
+
+def bidi(
+    method: Callable[
+        [Self, AsyncIterator[Request], grpc.aio.ServicerContext], AsyncIterator[Response]
+    ],
+) -> Callable[[Self, AsyncIterator[Request], grpc.aio.ServicerContext], AsyncIterator[Response]]:
+    """A stream of many calls: authenticated once; each call maps its own errors
+    (``describe``) into its answer, so only a broken stream ends the RPC."""
+
+    @functools.wraps(method)
+    async def wrapper(
+        self: Self, requests: AsyncIterator[Request], context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[Response]:
+        try:
+            scope = self.authenticator.scope_for(
+                context.peer(), context.invocation_metadata() or ()
+            )
+            token = enter_scope(scope)
+            try:
+                async for item in method(self, requests, context):
+                    yield item
+            finally:
+                leave_scope(token)
+        except Exception as exc:
+            if _is_abort(exc):
+                raise
+            await _abort(context, exc)
+
+    return wrapper
 
 
 # ------------------------------------------------------------ metrics and access log

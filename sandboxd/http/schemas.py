@@ -152,6 +152,27 @@ class ToolCallRequest(_Request):
     )
 
 
+class ToolDescription(BaseModel):
+    name: str
+    description: str
+    input_schema: dict[str, Any] = Field(description="JSON schema (type: object) of the arguments")
+
+
+class ListToolsResponse(BaseModel):
+    tools: list[ToolDescription]
+
+    @classmethod
+    def from_models(cls, tools: list[models.ToolDescription]) -> ListToolsResponse:
+        return cls(
+            tools=[
+                ToolDescription(
+                    name=t.name, description=t.description, input_schema=dict(t.input_schema)
+                )
+                for t in tools
+            ]
+        )
+
+
 class ToolCallResponse(BaseModel):
     text: str = Field(description="what the model sees")
     is_error: bool

@@ -408,16 +408,18 @@ class ExecExit(_message.Message):
     def __init__(self, exit_code: _Optional[int] = ..., timed_out: _Optional[bool] = ..., duration_ms: _Optional[int] = ...) -> None: ...
 
 class CallToolRequest(_message.Message):
-    __slots__ = ("instance_id", "name", "arguments_json", "tool_call_id")
+    __slots__ = ("instance_id", "name", "arguments_json", "tool_call_id", "cwd")
     INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     ARGUMENTS_JSON_FIELD_NUMBER: _ClassVar[int]
     TOOL_CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    CWD_FIELD_NUMBER: _ClassVar[int]
     instance_id: str
     name: str
     arguments_json: str
     tool_call_id: str
-    def __init__(self, instance_id: _Optional[str] = ..., name: _Optional[str] = ..., arguments_json: _Optional[str] = ..., tool_call_id: _Optional[str] = ...) -> None: ...
+    cwd: str
+    def __init__(self, instance_id: _Optional[str] = ..., name: _Optional[str] = ..., arguments_json: _Optional[str] = ..., tool_call_id: _Optional[str] = ..., cwd: _Optional[str] = ...) -> None: ...
 
 class CallToolResponse(_message.Message):
     __slots__ = ("text", "is_error", "fields_json")
@@ -552,7 +554,7 @@ class BashRequest(_message.Message):
     def __init__(self, instance_id: _Optional[str] = ..., command: _Optional[str] = ..., timeout: _Optional[int] = ..., description: _Optional[str] = ..., run_in_background: _Optional[bool] = ..., workdir: _Optional[str] = ..., tool_call_id: _Optional[str] = ...) -> None: ...
 
 class BashResponse(_message.Message):
-    __slots__ = ("text", "is_error", "exit_code", "timed_out", "cancelled", "duration_ms", "truncated", "log_path", "background", "job_id", "pid")
+    __slots__ = ("text", "is_error", "exit_code", "timed_out", "cancelled", "duration_ms", "truncated", "log_path", "background", "job_id", "pid", "bash_id")
     TEXT_FIELD_NUMBER: _ClassVar[int]
     IS_ERROR_FIELD_NUMBER: _ClassVar[int]
     EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
@@ -564,6 +566,7 @@ class BashResponse(_message.Message):
     BACKGROUND_FIELD_NUMBER: _ClassVar[int]
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     PID_FIELD_NUMBER: _ClassVar[int]
+    BASH_ID_FIELD_NUMBER: _ClassVar[int]
     text: str
     is_error: bool
     exit_code: int
@@ -575,7 +578,8 @@ class BashResponse(_message.Message):
     background: bool
     job_id: int
     pid: int
-    def __init__(self, text: _Optional[str] = ..., is_error: _Optional[bool] = ..., exit_code: _Optional[int] = ..., timed_out: _Optional[bool] = ..., cancelled: _Optional[bool] = ..., duration_ms: _Optional[int] = ..., truncated: _Optional[bool] = ..., log_path: _Optional[str] = ..., background: _Optional[bool] = ..., job_id: _Optional[int] = ..., pid: _Optional[int] = ...) -> None: ...
+    bash_id: str
+    def __init__(self, text: _Optional[str] = ..., is_error: _Optional[bool] = ..., exit_code: _Optional[int] = ..., timed_out: _Optional[bool] = ..., cancelled: _Optional[bool] = ..., duration_ms: _Optional[int] = ..., truncated: _Optional[bool] = ..., log_path: _Optional[str] = ..., background: _Optional[bool] = ..., job_id: _Optional[int] = ..., pid: _Optional[int] = ..., bash_id: _Optional[str] = ...) -> None: ...
 
 class GrepRequest(_message.Message):
     __slots__ = ("instance_id", "pattern", "path", "glob", "type", "output_mode", "case_insensitive", "line_numbers", "after_context", "before_context", "context", "multiline", "literal", "head_limit", "offset", "tool_call_id")
@@ -676,3 +680,189 @@ class GlobResponse(_message.Message):
     ignored: int
     ignored_incomplete: bool
     def __init__(self, text: _Optional[str] = ..., is_error: _Optional[bool] = ..., files: _Optional[_Iterable[str]] = ..., total: _Optional[int] = ..., truncated: _Optional[bool] = ..., next_offset: _Optional[int] = ..., ignored: _Optional[int] = ..., ignored_incomplete: _Optional[bool] = ...) -> None: ...
+
+class ToolCallsRequest(_message.Message):
+    __slots__ = ("call_id", "call", "cancel")
+    CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    CALL_FIELD_NUMBER: _ClassVar[int]
+    CANCEL_FIELD_NUMBER: _ClassVar[int]
+    call_id: int
+    call: CallToolRequest
+    cancel: bool
+    def __init__(self, call_id: _Optional[int] = ..., call: _Optional[_Union[CallToolRequest, _Mapping]] = ..., cancel: _Optional[bool] = ...) -> None: ...
+
+class ToolCallsResponse(_message.Message):
+    __slots__ = ("call_id", "result", "error")
+    CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    call_id: int
+    result: CallToolResponse
+    error: CallError
+    def __init__(self, call_id: _Optional[int] = ..., result: _Optional[_Union[CallToolResponse, _Mapping]] = ..., error: _Optional[_Union[CallError, _Mapping]] = ...) -> None: ...
+
+class CallError(_message.Message):
+    __slots__ = ("code", "message")
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    code: str
+    message: str
+    def __init__(self, code: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
+
+class UploadHeader(_message.Message):
+    __slots__ = ("instance_id", "path", "create_parents", "expected_sha256", "mode")
+    INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    CREATE_PARENTS_FIELD_NUMBER: _ClassVar[int]
+    EXPECTED_SHA256_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    instance_id: str
+    path: str
+    create_parents: bool
+    expected_sha256: str
+    mode: int
+    def __init__(self, instance_id: _Optional[str] = ..., path: _Optional[str] = ..., create_parents: _Optional[bool] = ..., expected_sha256: _Optional[str] = ..., mode: _Optional[int] = ...) -> None: ...
+
+class UploadRequest(_message.Message):
+    __slots__ = ("header", "data")
+    HEADER_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    header: UploadHeader
+    data: bytes
+    def __init__(self, header: _Optional[_Union[UploadHeader, _Mapping]] = ..., data: _Optional[bytes] = ...) -> None: ...
+
+class UploadResponse(_message.Message):
+    __slots__ = ("size", "sha256", "created")
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    SHA256_FIELD_NUMBER: _ClassVar[int]
+    CREATED_FIELD_NUMBER: _ClassVar[int]
+    size: int
+    sha256: str
+    created: bool
+    def __init__(self, size: _Optional[int] = ..., sha256: _Optional[str] = ..., created: _Optional[bool] = ...) -> None: ...
+
+class DownloadRequest(_message.Message):
+    __slots__ = ("instance_id", "path", "offset", "length")
+    INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    LENGTH_FIELD_NUMBER: _ClassVar[int]
+    instance_id: str
+    path: str
+    offset: int
+    length: int
+    def __init__(self, instance_id: _Optional[str] = ..., path: _Optional[str] = ..., offset: _Optional[int] = ..., length: _Optional[int] = ...) -> None: ...
+
+class DownloadDone(_message.Message):
+    __slots__ = ("size", "sha256", "file_size")
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    SHA256_FIELD_NUMBER: _ClassVar[int]
+    FILE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    size: int
+    sha256: str
+    file_size: int
+    def __init__(self, size: _Optional[int] = ..., sha256: _Optional[str] = ..., file_size: _Optional[int] = ...) -> None: ...
+
+class DownloadResponse(_message.Message):
+    __slots__ = ("data", "done")
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    DONE_FIELD_NUMBER: _ClassVar[int]
+    data: bytes
+    done: DownloadDone
+    def __init__(self, data: _Optional[bytes] = ..., done: _Optional[_Union[DownloadDone, _Mapping]] = ...) -> None: ...
+
+class UploadTreeHeader(_message.Message):
+    __slots__ = ("instance_id", "path")
+    INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    instance_id: str
+    path: str
+    def __init__(self, instance_id: _Optional[str] = ..., path: _Optional[str] = ...) -> None: ...
+
+class UploadTreeRequest(_message.Message):
+    __slots__ = ("header", "data")
+    HEADER_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    header: UploadTreeHeader
+    data: bytes
+    def __init__(self, header: _Optional[_Union[UploadTreeHeader, _Mapping]] = ..., data: _Optional[bytes] = ...) -> None: ...
+
+class UploadTreeResponse(_message.Message):
+    __slots__ = ("files", "directories", "symlinks", "bytes")
+    FILES_FIELD_NUMBER: _ClassVar[int]
+    DIRECTORIES_FIELD_NUMBER: _ClassVar[int]
+    SYMLINKS_FIELD_NUMBER: _ClassVar[int]
+    BYTES_FIELD_NUMBER: _ClassVar[int]
+    files: int
+    directories: int
+    symlinks: int
+    bytes: int
+    def __init__(self, files: _Optional[int] = ..., directories: _Optional[int] = ..., symlinks: _Optional[int] = ..., bytes: _Optional[int] = ...) -> None: ...
+
+class DownloadTreeRequest(_message.Message):
+    __slots__ = ("instance_id", "path", "gitignore")
+    INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    GITIGNORE_FIELD_NUMBER: _ClassVar[int]
+    instance_id: str
+    path: str
+    gitignore: bool
+    def __init__(self, instance_id: _Optional[str] = ..., path: _Optional[str] = ..., gitignore: _Optional[bool] = ...) -> None: ...
+
+class DownloadTreeDone(_message.Message):
+    __slots__ = ("entries", "bytes", "skipped")
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    BYTES_FIELD_NUMBER: _ClassVar[int]
+    SKIPPED_FIELD_NUMBER: _ClassVar[int]
+    entries: int
+    bytes: int
+    skipped: int
+    def __init__(self, entries: _Optional[int] = ..., bytes: _Optional[int] = ..., skipped: _Optional[int] = ...) -> None: ...
+
+class DownloadTreeResponse(_message.Message):
+    __slots__ = ("data", "done")
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    DONE_FIELD_NUMBER: _ClassVar[int]
+    data: bytes
+    done: DownloadTreeDone
+    def __init__(self, data: _Optional[bytes] = ..., done: _Optional[_Union[DownloadTreeDone, _Mapping]] = ...) -> None: ...
+
+class ForkSandboxRequest(_message.Message):
+    __slots__ = ("source_id", "new_id", "options")
+    SOURCE_ID_FIELD_NUMBER: _ClassVar[int]
+    NEW_ID_FIELD_NUMBER: _ClassVar[int]
+    OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    source_id: str
+    new_id: str
+    options: SandboxOptions
+    def __init__(self, source_id: _Optional[str] = ..., new_id: _Optional[str] = ..., options: _Optional[_Union[SandboxOptions, _Mapping]] = ...) -> None: ...
+
+class ForkSandboxResponse(_message.Message):
+    __slots__ = ("sandbox", "method", "duration_ms")
+    SANDBOX_FIELD_NUMBER: _ClassVar[int]
+    METHOD_FIELD_NUMBER: _ClassVar[int]
+    DURATION_MS_FIELD_NUMBER: _ClassVar[int]
+    sandbox: SandboxInfo
+    method: str
+    duration_ms: int
+    def __init__(self, sandbox: _Optional[_Union[SandboxInfo, _Mapping]] = ..., method: _Optional[str] = ..., duration_ms: _Optional[int] = ...) -> None: ...
+
+class ListToolsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ToolDescription(_message.Message):
+    __slots__ = ("name", "description", "input_schema_json")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    INPUT_SCHEMA_JSON_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    description: str
+    input_schema_json: str
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., input_schema_json: _Optional[str] = ...) -> None: ...
+
+class ListToolsResponse(_message.Message):
+    __slots__ = ("tools",)
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
+    tools: _containers.RepeatedCompositeFieldContainer[ToolDescription]
+    def __init__(self, tools: _Optional[_Iterable[_Union[ToolDescription, _Mapping]]] = ...) -> None: ...

@@ -47,6 +47,45 @@ class LocalToolBackend:
         self.session.close()
 
 
+class FolderToolBackend(LocalToolBackend):
+    """Every call carries a per-call folder (CallTool's ``cwd``) below the
+    session's workdir: the cases' ``{cwd}`` is that folder, so each case
+    shows the tool honouring it (how the Flue adapter calls the tools).
+
+    A bash call with a folder starts there every time (as Flue's own bash
+    tool does), so the cases about the saved cwd do not apply.
+    """
+
+    skip_cases = frozenset(
+        {
+            "bash_persistent_cd",
+            "bash_cd_persists_even_after_failure",
+            "bash_workdir_does_not_change_saved_cwd",
+            "bash_saved_cwd_deleted",
+            "bash_background_job_uses_saved_cwd_and_env",
+        }
+    )
+
+    def __init__(self, root: str) -> None:
+        super().__init__(root)
+        self.workdir = os.path.join(self.session.workdir, "agent", "folder")
+        os.makedirs(self.workdir)
+
+    async def call(self, name: str, args: dict[str, object]) -> dict[str, object]:
+        run = functools.partial(self.session.run, name, args, cwd=self.workdir)
+        return await anyio.to_thread.run_sync(run)
+
+
+@contextlib.asynccontextmanager
+async def folder_backend() -> AsyncIterator[ToolBackend]:
+    with tempfile.TemporaryDirectory(prefix="sandboxd-conf-") as root:
+        backend = FolderToolBackend(root)
+        try:
+            yield backend
+        finally:
+            backend.close()
+
+
 @contextlib.asynccontextmanager
 async def local_backend(grep_engine: str | None = None) -> AsyncIterator[ToolBackend]:
     with tempfile.TemporaryDirectory(prefix="sandboxd-conf-") as root:
@@ -62,4 +101,5 @@ BACKEND_FACTORIES: dict[str, Callable[[], AbstractAsyncContextManager[ToolBacken
     # The same in-process backend with grep's pure-Python engine forced, so
     # both engines answer every grep case (the Docker image always has rg).
     "local-pygrep": functools.partial(local_backend, grep_engine="python"),
+    "local-cwd": folder_backend,
 }

@@ -974,10 +974,13 @@ case(
 case(
     "bash_run_in_background",
     call=Step("bash", {"command": "echo bg-out; sleep 30", "run_in_background": True},
-              match=r"Started background job 1 \(pid (\d+)\): echo bg-out; sleep 30\nIts output "
-                    r"goes to \S+/job-1\.log; check it with read or bash \(tail -n 50 \S+\)\. "
-                    r"Stop it with bash: kill \1 \(or kill -- -\1 for its whole process group\)\.",
-              is_error=False, fields={"job_id": 1, "background": True, "exit_code": None}),
+              match=r"Started background job bash_1 \(pid (\d+)\): echo bg-out; sleep 30\nIts "
+                    r"output goes to \S+/job-1\.log\. Follow it with bash_output "
+                    r"\(bash_id=\"bash_1\"\), which shows the output since the last check and "
+                    r"whether it is still running; stop it with kill_shell "
+                    r"\(shell_id=\"bash_1\"\)\.",
+              is_error=False, fields={"job_id": 1, "bash_id": "bash_1", "background": True,
+                                      "exit_code": None}),
     then=(Step("bash", {"command": "sleep 1; cat {call.log_path}"}, text=out("bg-out")),
           Step("bash", {"command": "kill {call.pid} && echo stopped"}, text=out("stopped"))),
 )  # fmt: skip
@@ -1001,6 +1004,177 @@ case(
     call=Step("bash", {"command": "echo ok", "cwd": "/"}, is_error=True,
               text="Error: unknown parameter cwd for bash. Valid parameters: command, timeout, "
                    "description, run_in_background, workdir."),
+)  # fmt: skip
+
+# ------------------------------------------------------ bash_output, kill_shell
+
+
+def background(command: str) -> Step:
+    return Step("bash", {"command": command, "run_in_background": True})
+
+
+def wait_for(name: str) -> Step:
+    """Wait (up to 10 s) for a job to create ``name``, then a little more."""
+    return sh(f"for i in $(seq 200); do [ -e {name} ] && break; sleep 0.05; done; sleep 0.5")
+
+
+def job_status(text: str, status: str) -> str:
+    return f"{text}\n\nStatus: {status}"
+
+
+_JOB_ERROR = "Error: no background job {!r} ({}). "
+_NO_JOBS = "There are no background jobs; start one with bash and run_in_background=true."
+
+case(
+    "bash_output_of_finished_job",
+    background("echo one; echo two >&2; touch done.mark; exit 3"),
+    wait_for("done.mark"),
+    call=Step("bash_output", {"bash_id": "bash_1"}, is_error=False,
+              text=job_status("one\ntwo", "exited (Exit code: 3)"),
+              fields={"bash_id": "bash_1", "status": "exited", "exit_code": 3, "signal": None,
+                      "new_bytes": 8, "truncated": False}),
+    then=(Step("bash_output", {"bash_id": "bash_1"},
+               text=job_status("(no new output)", "exited (Exit code: 3)"),
+               fields={"new_bytes": 0}),),
+)  # fmt: skip
+case(
+    "bash_output_only_new_output_since_last_read",
+    background("echo first; touch a.mark; while [ ! -e go.mark ]; do sleep 0.05; done; "
+               "echo second; touch b.mark; sleep 30"),
+    wait_for("a.mark"),
+    Step("bash_output", {"bash_id": "bash_1"}, text=job_status("first", "running")),
+    sh("touch go.mark"),
+    wait_for("b.mark"),
+    call=Step("bash_output", {"bash_id": "bash_1"}, text=job_status("second", "running"),
+              fields={"status": "running", "exit_code": None, "new_bytes": 7}),
+    then=(Step("kill_shell", {"shell_id": "bash_1"}, match=r"Killed bash_1 \(pid \d+\)\.",
+               fields={"status": "killed", "signal": 15, "exit_code": 143, "killed": True}),),
+)  # fmt: skip
+case(
+    "bash_output_filter_shows_matching_lines",
+    background("printf 'ok 1\\nFAIL 2\\nok 3\\nFAIL 4\\n'; touch done.mark"),
+    wait_for("done.mark"),
+    call=Step("bash_output", {"bash_id": "bash_1", "filter": "^FAIL"},
+              text=job_status("FAIL 2\nFAIL 4", "exited (Exit code: 0)"),
+              fields={"new_bytes": 24}),
+    then=(Step("bash_output", {"bash_id": "bash_1"},
+               text=job_status("(no new output)", "exited (Exit code: 0)")),),
+)  # fmt: skip
+case(
+    "bash_output_filter_without_matches",
+    background("echo nothing here; touch done.mark"),
+    wait_for("done.mark"),
+    call=Step("bash_output", {"bash_id": "bash_1", "filter": "error"},
+              text=job_status("(no new lines match the filter 'error')",
+                              "exited (Exit code: 0)")),
+)  # fmt: skip
+case(
+    "bash_output_shell_id_alias_and_bare_number",
+    background("echo hi; touch done.mark"),
+    wait_for("done.mark"),
+    call=Step("bash_output", {"shell_id": "1"}, text=job_status("hi", "exited (Exit code: 0)"),
+              fields={"bash_id": "bash_1"}),
+)  # fmt: skip
+case(
+    "bash_output_cleans_like_bash",
+    background("printf 'a\\033[31mred\\033[0m\\n10%%\\r50%%\\r100%%\\n'; touch done.mark"),
+    wait_for("done.mark"),
+    call=Step("bash_output", {"bash_id": "bash_1"},
+              text=job_status("ared\n100%", "exited (Exit code: 0)")),
+)  # fmt: skip
+case(
+    "bash_output_huge_output_truncated_with_log",
+    background("seq 1 300000; touch done.mark"),
+    wait_for("done.mark"),
+    call=Step("bash_output", {"bash_id": "bash_1"},
+              match=r"1\n2\n(?:\d+\n)+\[\.\.\. 2\d{5} lines \(\d+ chars\) omitted \.\.\.\]\n"
+                    r"(?:\d+\n)+300000\n\nStatus: exited \(Exit code: 0\)\n\[Output truncated: "
+                    r"1988895 characters, shown as the first 20% and the last 80%\. The full "
+                    r"output is saved in \S+/job-1\.log: read it with read or grep\.\]",
+              fields={"truncated": True, "new_bytes": 1988895}),
+    then=(Step("grep", {"pattern": "^123456$", "path": "{call.log_path}",
+                        "output_mode": "content"},
+               match=r"\S+/job-1\.log:123456:123456"),),
+)  # fmt: skip
+case(
+    "bash_output_killed_job_status",
+    background("touch started.mark; sleep 30"),
+    wait_for("started.mark"),
+    Step("kill_shell", {"shell_id": "bash_1"}),
+    call=Step("bash_output", {"bash_id": "bash_1"},
+              text=job_status("(no new output)", "killed by signal 15 (SIGTERM)"),
+              fields={"status": "killed", "exit_code": 143, "signal": 15}),
+)  # fmt: skip
+case(
+    "bash_output_unknown_id_without_jobs",
+    call=Step(
+        "bash_output",
+        {"bash_id": "bash_7"},
+        is_error=True,
+        text=_JOB_ERROR.format("bash_7", "bash_id") + _NO_JOBS,
+    ),
+)
+case(
+    "bash_output_unknown_id_lists_jobs",
+    background("touch started.mark; sleep 30"),
+    background("exit 4"),
+    wait_for("started.mark"),
+    call=Step("bash_output", {"bash_id": "nope"}, is_error=True,
+              text=_JOB_ERROR.format("nope", "bash_id")
+              + "The jobs are: bash_1 (running), bash_2 (exit code 4)."),
+    then=(Step("kill_shell", {"shell_id": "bash_1"}, is_error=False),),
+)  # fmt: skip
+case(
+    "bash_output_invalid_filter",
+    background("true"),
+    call=Step("bash_output", {"bash_id": "bash_1", "filter": "(unclosed"}, is_error=True,
+              match=r"Error: filter '\(unclosed' is not a valid regular expression: .*\. Escape "
+                    r"special characters \(e\.g\. \\\( or \\\.\), or leave filter out\."),
+)  # fmt: skip
+case(
+    "bash_output_missing_bash_id",
+    call=Step("bash_output", {}, is_error=True,
+              text="Error: missing required parameter bash_id for bash_output. "
+                   "Valid parameters: bash_id, filter."),
+)  # fmt: skip
+case(
+    "kill_shell_stops_whole_process_group",
+    background("(sleep 2; echo leaked > leak.txt) & touch started.mark; sleep 30"),
+    wait_for("started.mark"),
+    call=Step("kill_shell", {"shell_id": "bash_1"}, is_error=False,
+              match=r"Killed bash_1 \(pid \d+\)\.", fields={"killed": True}),
+    then=(Step("bash", {"command": "sleep 2.5; cat leak.txt"}, is_error=True,
+               match=r".*No such file or directory\n\nExit code: 1"),),
+)  # fmt: skip
+case(
+    "kill_shell_escalates_to_sigkill",
+    background("trap '' TERM; touch started.mark; sleep 30"),
+    wait_for("started.mark"),
+    call=Step("kill_shell", {"bash_id": "bash_1"}, match=r"Killed bash_1 \(pid \d+\)\.",
+              fields={"status": "killed", "signal": 9, "exit_code": 137}),
+)  # fmt: skip
+case(
+    "kill_shell_finished_job_is_not_an_error",
+    background("touch done.mark; exit 2"),
+    wait_for("done.mark"),
+    call=Step("kill_shell", {"shell_id": "bash_1"}, is_error=False,
+              match=r"bash_1 \(pid \d+\) had already ended: exited \(Exit code: 2\)\. "
+                    r"Nothing to kill\.",
+              fields={"killed": False, "status": "exited", "exit_code": 2}),
+)  # fmt: skip
+case(
+    "kill_shell_unknown_id",
+    call=Step(
+        "kill_shell",
+        {"shell_id": "bash_3"},
+        is_error=True,
+        text=_JOB_ERROR.format("bash_3", "shell_id") + _NO_JOBS,
+    ),
+)
+case(
+    "kill_shell_unknown_parameter",
+    call=Step("kill_shell", {"shell_id": "bash_1", "signal": 9}, is_error=True,
+              text="Error: unknown parameter signal for kill_shell. Valid parameters: shell_id."),
 )  # fmt: skip
 
 # ----------------------------------------------------------------------- grep

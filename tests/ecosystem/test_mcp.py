@@ -20,9 +20,9 @@ from runtime_client import GrpcSandboxFactory, NotFound
 from tests.ecosystem.conftest import free_port
 from tests.helpers import ROOT, Daemon
 
-pytestmark = [pytest.mark.grpc, pytest.mark.anyio]
+pytestmark = [pytest.mark.inproc, pytest.mark.anyio]
 
-SIX = ["read", "write", "edit", "bash", "grep", "glob"]
+SIX = ["read", "write", "edit", "bash", "grep", "glob", "bash_output", "kill_shell"]
 
 
 def _text(result: CallToolResult) -> str:
@@ -71,6 +71,13 @@ async def _exercise(session: ClientSession) -> None:
 
     found = await session.call_tool("grep", {"pattern": "TOKEN", "output_mode": "content"})
     assert _text(found) == "src/app.py:2:TOKEN = 1"
+
+    started = await session.call_tool("bash", {"command": "echo job", "run_in_background": True})
+    assert 'bash_id="bash_1"' in _text(started)
+    followed = await session.call_tool("bash_output", {"bash_id": "bash_1"})
+    assert not followed.is_error and "Status: " in _text(followed)
+    stopped = await session.call_tool("kill_shell", {"shell_id": "bash_1"})
+    assert not stopped.is_error and "bash_1" in _text(stopped)
 
     # An alias (path -> file_path) passes through to sandboxd, which accepts it.
     aliased = await session.call_tool("read", {"path": "src/app.py", "limit": "1"})

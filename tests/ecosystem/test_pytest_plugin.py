@@ -11,7 +11,7 @@ from tests.helpers import Daemon
 # conftest) may enable it.
 pytest_plugins = ["pytester"]
 
-pytestmark = pytest.mark.grpc
+pytestmark = pytest.mark.inproc
 
 INNER_TESTS = """
 import pytest
@@ -139,3 +139,27 @@ def test_unknown_backend_is_a_usage_error(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess()
     result.stdout.fnmatch_lines(["*sandbox backend must be one of*k8s*"])
     assert result.ret != 0
+
+
+def test_loading_the_plugin_imports_nothing_of_the_client(pytester: pytest.Pytester) -> None:
+    # The entry point loads the plugin into every pytest run where sandboxd is
+    # installed: a run that uses no `sandbox` fixture must not pay for grpc,
+    # the local backend or the agent runtime.
+    pytester.makepyfile(
+        """
+        import sys
+
+        HEAVY = (
+            "grpc", "google.protobuf", "pydantic", "pydantic_settings", "docker",
+            "sandboxd.models", "sandboxd.service", "sandboxd.backends.local",
+            "runtime_client.factories", "runtime_client.grpc_transport", "runtime_client.tools",
+        )
+
+        def test_plugin_is_loaded_and_light(request):
+            assert request.config.pluginmanager.has_plugin("runtime_client.pytest_plugin")
+            assert "runtime_client.pytest_plugin" in sys.modules
+            assert [name for name in HEAVY if name in sys.modules] == []
+        """
+    )
+    result = pytester.runpytest_subprocess()
+    result.assert_outcomes(passed=1)

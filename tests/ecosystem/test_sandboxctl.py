@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from sandboxd.ctl.app import app
 from tests.helpers import ROOT, Daemon
 
-pytestmark = pytest.mark.grpc
+pytestmark = pytest.mark.inproc
 
 
 @pytest.fixture

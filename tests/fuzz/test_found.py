@@ -13,7 +13,7 @@ pytest.importorskip("hypothesis")  # the harness module comes with the fuzz pack
 from fuzz.harness import FuzzServer
 from sandboxd.v1 import sandbox_pb2 as pb
 
-pytestmark = [pytest.mark.grpc]
+pytestmark = [pytest.mark.inproc]
 
 NUL_ARGUMENTS = [
     pytest.param("grep", {"pattern": "x", "glob": "\x00"}, id="grep-glob"),

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from fuzz.harness import FuzzServer
 from fuzz.strategies import RPCS
 
-pytestmark = [pytest.mark.grpc, pytest.mark.timeout(3600)]
+pytestmark = [pytest.mark.inproc, pytest.mark.timeout(3600)]
 
 BUDGET = int(os.environ.get("SANDBOXD_FUZZ_CALLS", "500"))
 PER_RPC = max(1, math.ceil(BUDGET / len(RPCS)))

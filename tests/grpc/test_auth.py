@@ -18,7 +18,7 @@ from sandboxd.auth import Authenticator, Scope, load_tokens
 from sandboxd.config import Settings
 from sandboxd.grpc.server import Server
 
-pytestmark = [pytest.mark.grpc, pytest.mark.anyio]
+pytestmark = [pytest.mark.inproc, pytest.mark.anyio]
 
 ADMIN = "admin-token-0123456789abcdef"
 TEAM_A = "team-a-token-0123456789abcdef"

@@ -12,7 +12,7 @@ from sandboxd.grpc.server import Server
 from sandboxd.v1 import sandbox_pb2 as pb
 from sandboxd.v1 import sandbox_pb2_grpc as pb_grpc
 
-pytestmark = [pytest.mark.grpc, pytest.mark.anyio]
+pytestmark = [pytest.mark.inproc, pytest.mark.anyio]
 
 INVALID = grpc.StatusCode.INVALID_ARGUMENT
 NOT_FOUND = grpc.StatusCode.NOT_FOUND

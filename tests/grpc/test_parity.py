@@ -16,7 +16,7 @@ from runtime_client import (
 )
 from sandboxd.grpc.server import Server
 
-pytestmark = [pytest.mark.grpc, pytest.mark.anyio]
+pytestmark = [pytest.mark.inproc, pytest.mark.anyio]
 
 
 async def _script(factory: SandboxFactory) -> list[object]:

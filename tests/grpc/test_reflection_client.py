@@ -18,7 +18,7 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
 
 from sandboxd.grpc.server import Server
 
-pytestmark = [pytest.mark.grpc, pytest.mark.anyio]
+pytestmark = [pytest.mark.inproc, pytest.mark.anyio]
 
 SERVICE = "sandboxd.v1.SandboxService"
 

@@ -27,7 +27,7 @@ from sandboxd.v1 import sandbox_pb2 as pb
 from sandboxd.v1 import sandbox_pb2_grpc as pb_grpc
 from tests.helpers import Daemon, health_status
 
-pytestmark = [pytest.mark.grpc, pytest.mark.anyio]
+pytestmark = [pytest.mark.inproc, pytest.mark.anyio]
 
 
 async def test_socket_is_private_and_health_serving(server: Server) -> None:

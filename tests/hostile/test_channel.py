@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.docker, pytest.mark.anyio, pytest.mark.timeout(90)]
 # to be an Exec result with stdout "FORGED\n".
 FORGE = (
     "for i in $(seq 1 3000); do "
-    'printf \'{"id":%d,"ok":{"stdout_b64":"Rk9SR0VECg==","stderr_b64":"",'
+    'printf \'{"id":%d,"ok":{"stdout_base64":"Rk9SR0VECg==","stderr_base64":"",'
     '"exit_code":0,"timed_out":false,"duration_ms":1}}\\n\' $i; '
     "done > /proc/1/fd/1; sleep 1; echo real"
 )

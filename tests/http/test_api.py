@@ -13,7 +13,7 @@ import pytest
 from sandboxd.grpc.server import Server
 from tests.http.conftest import ADMIN, base_url
 
-pytestmark = [pytest.mark.grpc, pytest.mark.anyio]
+pytestmark = [pytest.mark.inproc, pytest.mark.anyio]
 
 
 def b64(data: bytes) -> str:

@@ -12,7 +12,7 @@ from sandboxd.errors import InvalidArgument
 from sandboxd.grpc.server import Server
 from tests.http.conftest import TEAM_A, base_url
 
-pytestmark = [pytest.mark.grpc, pytest.mark.anyio]
+pytestmark = [pytest.mark.inproc, pytest.mark.anyio]
 
 
 async def test_missing_or_wrong_token_is_401(anonymous: httpx.AsyncClient) -> None:

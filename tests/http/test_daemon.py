@@ -14,7 +14,7 @@ import pytest
 
 from tests.http.conftest import ADMIN
 
-pytestmark = [pytest.mark.grpc, pytest.mark.anyio]
+pytestmark = [pytest.mark.inproc, pytest.mark.anyio]
 
 REPO = Path(__file__).resolve().parents[2]  # so `-m sandboxd` is this checkout
 

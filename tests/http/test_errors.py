@@ -15,7 +15,7 @@ from sandboxd.http.errors import HTTP_STATUS
 from sandboxd.v1 import sandbox_pb2 as pb
 from sandboxd.v1 import sandbox_pb2_grpc as pb_grpc
 
-pytestmark = [pytest.mark.grpc, pytest.mark.anyio]
+pytestmark = [pytest.mark.inproc, pytest.mark.anyio]
 
 EXPECTED = {
     errors.InvalidArgument: 400,

@@ -17,7 +17,7 @@ from sandboxd.grpc.server import Server
 from sandboxd.observability import metrics
 from tests.http.conftest import base_url, make_settings
 
-pytestmark = [pytest.mark.grpc, pytest.mark.anyio]
+pytestmark = [pytest.mark.inproc, pytest.mark.anyio]
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 

@@ -12,9 +12,10 @@ import pytest
 from openapi_spec_validator import validate
 
 from sandboxd.grpc.server import Server
+from sandboxd.tool_contract import TOOL_NAMES, input_schema
 from tests.http.conftest import ADMIN, base_url
 
-pytestmark = [pytest.mark.grpc, pytest.mark.anyio]
+pytestmark = [pytest.mark.inproc, pytest.mark.anyio]
 
 OPERATIONS = {
     ("post", "/v1/sandboxes"),
@@ -22,8 +23,8 @@ OPERATIONS = {
     ("get", "/v1/sandboxes/{instance_id}"),
     ("delete", "/v1/sandboxes/{instance_id}"),
     ("get", "/v1/status"),
-    *(("post", f"/v1/sandboxes/{{instance_id}}/tools/{name}") for name in
-      ("read", "write", "edit", "bash", "grep", "glob")),
+    ("get", "/v1/tools"),
+    *(("post", f"/v1/sandboxes/{{instance_id}}/tools/{name}") for name in TOOL_NAMES),
     ("get", "/v1/sandboxes/{instance_id}/files/content"),
     ("put", "/v1/sandboxes/{instance_id}/files/content"),
     ("get", "/v1/sandboxes/{instance_id}/files/stat"),
@@ -33,6 +34,11 @@ OPERATIONS = {
     ("post", "/v1/sandboxes/{instance_id}/files/remove"),
     ("post", "/v1/sandboxes/{instance_id}/exec"),
     ("post", "/v1/sandboxes/{instance_id}/exec/stream"),
+    ("put", "/v1/sandboxes/{instance_id}/files/upload"),
+    ("get", "/v1/sandboxes/{instance_id}/files/download"),
+    ("put", "/v1/sandboxes/{instance_id}/tree/upload"),
+    ("get", "/v1/sandboxes/{instance_id}/tree/download"),
+    ("post", "/v1/sandboxes/{instance_id}/fork"),
     ("get", "/healthz"),
     ("get", "/readyz"),
     ("get", "/metrics"),
@@ -40,7 +46,9 @@ OPERATIONS = {
 
 # Never fuzzed: the local backend has no isolation, so these would run commands or
 # change files on the host itself. They are exercised with fixed input in test_api.
-HOST_CHANGING = r"/(tools/(bash|write|edit)|exec(/stream)?|files/(mkdir|remove))$"
+HOST_CHANGING = (
+    r"/(tools/(bash|write|edit)|exec(/stream)?|files/(mkdir|remove|upload)|tree/upload|fork)$"
+)
 
 
 async def test_the_document_is_valid_openapi(anonymous: httpx.AsyncClient) -> None:
@@ -57,7 +65,7 @@ async def test_the_document_is_valid_openapi(anonymous: httpx.AsyncClient) -> No
     assert found == OPERATIONS
     schemas = document["components"]["schemas"]
     assert {
-        "ToolCallRequest",
+        "ReadToolCallRequest",
         "ToolCallResponse",
         "ErrorBody",
         "Sandbox",
@@ -72,6 +80,20 @@ async def test_the_document_is_valid_openapi(anonymous: httpx.AsyncClient) -> No
     assert tool["responses"]["404"]["content"]["application/json"]["schema"] == {
         "$ref": "#/components/schemas/ErrorBody"
     }
+
+
+async def test_tool_routes_document_the_tools_own_argument_schemas(
+    anonymous: httpx.AsyncClient,
+) -> None:
+    # Derived from the tools' specs, like runtime_client's and the MCP bridge's.
+    document = (await anonymous.get("/openapi.json")).json()
+    for name in TOOL_NAMES:
+        body = document["paths"][f"/v1/sandboxes/{{instance_id}}/tools/{name}"]["post"]
+        ref = body["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+        request = document["components"]["schemas"][ref.rsplit("/", 1)[1]]
+        documented, as_text = request["properties"]["arguments"]["anyOf"]
+        assert documented == input_schema(name)
+        assert as_text["type"] == "string"
 
 
 def _schemathesis() -> str:
@@ -111,7 +133,7 @@ async def test_schemathesis_finds_no_server_error(
     out, _ = await process.communicate()
     text = out.decode(errors="replace")
     assert process.returncode == 0, text[-6000:]
-    assert "Selected: 15/23" in text, text[-3000:]
+    assert "Selected: 20/31" in text, text[-3000:]
     assert " passed" in text
     # The daemon is still whole after the fuzzing.
     assert (await client.get("/readyz")).status_code == 200

@@ -15,7 +15,7 @@ from sandboxd.grpc.server import Server
 from sandboxd.http.server import parse_address
 from tests.http.conftest import ADMIN, base_url, make_settings
 
-pytestmark = [pytest.mark.grpc, pytest.mark.anyio]
+pytestmark = [pytest.mark.inproc, pytest.mark.anyio]
 
 
 async def test_draining_is_not_ready_and_refuses_new_calls(tmp_path: Path) -> None:

@@ -137,6 +137,8 @@ def test_every_export_of_the_sandbox_tools_names_the_tools_md_parameters() -> No
             "multiline", "literal", "head_limit", "offset",
         },
         "glob": {"pattern", "path", "head_limit", "offset", "no_ignore"},
+        "bash_output": {"bash_id", "filter"},
+        "kill_shell": {"shell_id"},
     }  # fmt: skip
     anthropic = {t["name"]: t["input_schema"] for t in to_anthropic_tools(sandbox_tool_list())}
     assert tuple(anthropic) == SANDBOX_TOOL_NAMES
@@ -145,6 +147,8 @@ def test_every_export_of_the_sandbox_tools_names_the_tools_md_parameters() -> No
     assert anthropic["read"]["required"] == ["file_path"]
     assert anthropic["edit"]["required"] == ["file_path", "old_string", "new_string"]
     assert anthropic["bash"]["required"] == ["command"]
+    assert anthropic["bash_output"]["required"] == ["bash_id"]
+    assert anthropic["kill_shell"]["required"] == ["shell_id"]
     assert anthropic["grep"]["properties"]["output_mode"]["enum"] == [
         "files_with_matches",
         "content",

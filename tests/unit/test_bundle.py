@@ -28,7 +28,7 @@ def test_bootstrapped_executor_serves_requests_and_survives_garbage(tmp_path: Pa
     proc.stdin.write(wire.encode({"id": 1, "op": "hello", "args": {}}))
     proc.stdin.write(
         wire.encode(
-            {"id": 2, "op": "write_file", "args": {"path": "f", "data_b64": wire.b64(b"hi")}}
+            {"id": 2, "op": "write_file", "args": {"path": "f", "data_base64": wire.b64(b"hi")}}
         )
     )
     proc.stdin.flush()

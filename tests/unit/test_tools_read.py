@@ -26,7 +26,9 @@ def tools(tmp_path: Path) -> Iterator[ToolSession]:
 
 
 def test_tool_names() -> None:
-    assert TOOL_NAMES == ("read", "write", "edit", "bash", "grep", "glob")
+    assert TOOL_NAMES == (
+        "read", "write", "edit", "bash", "grep", "glob", "bash_output", "kill_shell"
+    )  # fmt: skip
 
 
 def test_unknown_tool_raises(tools: ToolSession) -> None:

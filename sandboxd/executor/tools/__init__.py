@@ -26,6 +26,6 @@ Each tool module's docstring lists the structured fields it returns.
 
 from __future__ import annotations
 
-from .session import TOOL_NAMES, ToolSession
+from .session import SPECS, TOOL_NAMES, ToolSession
 
-__all__ = ["TOOL_NAMES", "ToolSession"]
+__all__ = ["SPECS", "TOOL_NAMES", "ToolSession"]

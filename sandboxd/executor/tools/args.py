@@ -30,16 +30,56 @@ class Param:
     minimum: int | None = None
     maximum: int | None = None
     choices: tuple[str, ...] = ()
+    #: What a model reads about this parameter (the exported JSON schemas).
+    description: str = ""
+    #: The tool checks the bounds itself, with a more helpful message than parse's.
+    bounds_checked_by_tool: bool = False
 
 
 @dataclass(frozen=True)
 class ToolSpec:
+    """One tool's contract: the single source of its JSON schema everywhere.
+
+    runtime_client's OpenAI/Anthropic schemas, the MCP tool list, the HTTP
+    routes' documented bodies and the typed gRPC requests (by a drift test)
+    all derive from it (``json_schema``).
+    """
+
     tool: str
     params: tuple[Param, ...]
     aliases: Mapping[str, str] = field(default_factory=dict)
+    description: str = ""
 
     def names(self) -> str:
         return ", ".join(p.name for p in self.params)
+
+
+PATH_DESCRIPTION = "Path of the file: absolute, or relative to the working folder."
+
+_JSON_TYPES = {str: "string", int: "integer", bool: "boolean"}
+
+
+def json_schema(spec: ToolSpec) -> dict[str, object]:
+    """The JSON schema of the tool's arguments: canonical names (aliases are not shown)."""
+    properties: dict[str, object] = {}
+    for param in spec.params:
+        schema: dict[str, object] = {"type": _JSON_TYPES[param.kind]}
+        if param.choices:
+            schema["enum"] = list(param.choices)
+        if param.minimum is not None:
+            schema["minimum"] = param.minimum
+        if param.maximum is not None:
+            schema["maximum"] = param.maximum
+        if param.default is not None:
+            schema["default"] = param.default
+        schema["description"] = param.description
+        properties[param.name] = schema
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": [p.name for p in spec.params if p.required],
+        "additionalProperties": False,
+    }
 
 
 def json_type(value: object) -> str:
@@ -97,6 +137,8 @@ def _coerce(spec: ToolSpec, param: Param, value: object) -> object:
                 f"parameter {name} of {spec.tool} must be an integer, "
                 f"got {_show(value)} ({json_type(value)})."
             )
+        if param.bounds_checked_by_tool:
+            return number
         if param.minimum is not None and number < param.minimum:
             raise ToolError(
                 f"parameter {name} of {spec.tool} must be at least {param.minimum}, got {number}."

@@ -22,6 +22,7 @@ Fields:
                the job's log for background jobs
   background   True for run_in_background
   job_id, pid  background job number and process id (None otherwise)
+  bash_id      the job's id for bash_output and kill_shell ("bash_<job_id>")
 """
 
 from __future__ import annotations
@@ -40,24 +41,53 @@ import time
 from .. import identity
 from ..spawn import spawn
 from .args import Param, ToolSpec, get_bool, get_int, get_opt_str, get_str, parse
+from .jobs import Job, Jobs
 from .locks import FifoLock
 from .output import Capture, Cleaner
 from .paths import display, not_found, resolve
 from .result import MAX_TEXT_CHARS, ToolError, ToolResult
 
+#: bash's own time limit; sandboxd's backstops and the exported schemas derive from it.
+MIN_TIMEOUT_MS = 1_000
+MAX_TIMEOUT_MS = 600_000
+
 SPEC = ToolSpec(
     "bash",
     (
-        Param("command", str, required=True),
-        Param("timeout", int, default=120_000),
-        Param("description", str),
-        Param("run_in_background", bool, default=False),
-        Param("workdir", str),
+        Param(
+            "command",
+            str,
+            required=True,
+            description="The command, run by bash -c in the working folder.",
+        ),
+        Param(
+            "timeout",
+            int,
+            default=120_000,
+            minimum=MIN_TIMEOUT_MS,
+            maximum=MAX_TIMEOUT_MS,
+            bounds_checked_by_tool=True,
+            description="Timeout in milliseconds.",
+        ),
+        Param("description", str, description="What the command does, in a few words (for logs)."),
+        Param(
+            "run_in_background",
+            bool,
+            default=False,
+            description="Start it in the background and return at once with a job id "
+            "(e.g. bash_1) to follow with bash_output and stop with kill_shell.",
+        ),
+        Param(
+            "workdir",
+            str,
+            description="Run in this folder without changing the saved working folder.",
+        ),
+    ),
+    description=(
+        "Run a shell command in the sandbox and get its output and exit code. The working "
+        "folder and exported variables persist between calls."
     ),
 )
-
-MIN_TIMEOUT_MS = 1_000
-MAX_TIMEOUT_MS = 600_000
 LOG_CAP_BYTES = 64 * 1024 * 1024
 #: Seconds between SIGTERM and SIGKILL.
 KILL_GRACE = 2.0
@@ -178,8 +208,7 @@ class Shell:
         self._lock = FifoLock()
         self._calls = itertools.count(1)
         self._job_ids = itertools.count(1)
-        self._jobs: dict[int, subprocess.Popen[bytes]] = {}
-        self._jobs_lock = threading.Lock()
+        self.jobs = Jobs(workdir)
         self._prepare()
 
     def _prepare(self) -> None:
@@ -222,25 +251,28 @@ class Shell:
         # bash keeps a logical $PWD (through symlinks) when it matches the cwd.
         return {**self.env, "PWD": cwd}
 
-    def run(self, raw: dict[str, object], cancel: threading.Event) -> ToolResult:
+    def run(
+        self, raw: dict[str, object], cancel: threading.Event, *, start: str | None = None
+    ) -> ToolResult:
+        """One command; ``start`` is the caller's folder (a relative workdir
+        resolves against it, and without one the command runs there)."""
         args = parse(SPEC, raw)
         command = get_str(args, "command")
         if not command.strip():
             raise ToolError('command is empty. Give a shell command to run, e.g. "ls -la".')
         timeout = get_int(args, "timeout")
         _check_timeout(timeout)
-        directory = ""
+        directory = start or ""
+        base = start or self.workdir
         raw_dir = get_opt_str(args, "workdir")
         if raw_dir:
-            directory = resolve(self.workdir, raw_dir, "workdir")
+            directory = resolve(base, raw_dir, "workdir")
             if not os.path.isdir(directory):
                 if os.path.exists(directory):
-                    raise ToolError(
-                        f"workdir {display(self.workdir, directory)} is a file, not a folder."
-                    )
+                    raise ToolError(f"workdir {display(base, directory)} is a file, not a folder.")
                 raise ToolError(
                     not_found(
-                        self.workdir,
+                        base,
                         directory,
                         "workdir",
                         "Create it first (mkdir -p), or run without workdir.",
@@ -404,6 +436,7 @@ class Shell:
                 "log_path": shown_log if truncated else None,
                 "background": False,
                 "job_id": None,
+                "bash_id": None,
                 "pid": None,
             },
         )
@@ -425,17 +458,17 @@ class Shell:
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
-        with self._jobs_lock:
-            self._jobs[job_id] = proc
+        job = Job(job_id, proc, log_path, command)
+        self.jobs.add(job)
         shown_log = display(self.workdir, log_path)
         what = description or command
         if len(what) > 80:
             what = what[:77] + "..."
         text = (
-            f"Started background job {job_id} (pid {proc.pid}): {what}\n"
-            f"Its output goes to {shown_log}; check it with read or bash "
-            f"(tail -n 50 {shlex.quote(shown_log)}). Stop it with bash: kill {proc.pid} "
-            f"(or kill -- -{proc.pid} for its whole process group)."
+            f"Started background job {job.bash_id} (pid {proc.pid}): {what}\n"
+            f"Its output goes to {shown_log}. Follow it with bash_output "
+            f'(bash_id="{job.bash_id}"), which shows the output since the last check and '
+            f'whether it is still running; stop it with kill_shell (shell_id="{job.bash_id}").'
         )
         return ToolResult(
             text,
@@ -449,30 +482,16 @@ class Shell:
                 "log_path": shown_log,
                 "background": True,
                 "job_id": job_id,
+                "bash_id": job.bash_id,
                 "pid": proc.pid,
             },
         )
 
     def _reap(self) -> None:
-        """Collect finished background jobs so they do not linger as zombies."""
-        with self._jobs_lock:
-            for job_id, proc in list(self._jobs.items()):
-                if proc.poll() is not None:
-                    del self._jobs[job_id]
+        self.jobs.reap()
 
     def close(self) -> None:
-        with self._jobs_lock:
-            jobs = list(self._jobs.values())
-            self._jobs.clear()
-        for proc in jobs:
-            _signal_group(proc.pid, signal.SIGTERM)
-        deadline = time.monotonic() + KILL_GRACE
-        for proc in jobs:
-            try:
-                proc.wait(max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                _signal_group(proc.pid, signal.SIGKILL)
-                proc.wait()
+        self.jobs.close()
 
 
 def _signal_group(pgid: int, sig: int) -> None:

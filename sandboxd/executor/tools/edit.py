@@ -20,7 +20,7 @@ import os
 import re
 
 from . import matching
-from .args import Param, ToolSpec, get_bool, get_str, parse
+from .args import PATH_DESCRIPTION, Param, ToolSpec, get_bool, get_str, parse
 from .context import Context
 from .fsio import open_regular, reason
 from .paths import display, not_found, resolve
@@ -31,10 +31,21 @@ from .write import check_size, write_bytes
 SPEC = ToolSpec(
     "edit",
     (
-        Param("file_path", str, required=True),
-        Param("old_string", str, required=True),
-        Param("new_string", str, required=True),
-        Param("replace_all", bool, default=False),
+        Param("file_path", str, required=True, description=PATH_DESCRIPTION),
+        Param(
+            "old_string",
+            str,
+            required=True,
+            description="Exact text to replace, without read's line-number prefixes. "
+            "Empty creates a missing file.",
+        ),
+        Param(
+            "new_string",
+            str,
+            required=True,
+            description="Text to put in its place (inserted literally).",
+        ),
+        Param("replace_all", bool, default=False, description="Replace every occurrence."),
     ),
     {
         "path": "file_path",
@@ -44,6 +55,10 @@ SPEC = ToolSpec(
         "new_str": "new_string",
         "replaceAll": "replace_all",
     },
+    description=(
+        "Replace old_string with new_string in a file. old_string must match exactly one "
+        "place unless replace_all is true. Read the file first."
+    ),
 )
 
 _CONTEXT = 3

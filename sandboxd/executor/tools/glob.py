@@ -31,12 +31,20 @@ _MAX_IGNORED_WALK = 10_000
 SPEC = ToolSpec(
     "glob",
     (
-        Param("pattern", str, required=True),
-        Param("path", str),
-        Param("head_limit", int, default=100, minimum=1),
-        Param("offset", int, default=0, minimum=0),
-        Param("no_ignore", bool, default=False),
+        Param(
+            "pattern",
+            str,
+            required=True,
+            description="Glob: *, **, ?, [...], {a,b}. Without / it matches names at any depth.",
+        ),
+        Param("path", str, description="Folder to search (default: the working folder)."),
+        Param(
+            "head_limit", int, default=100, minimum=1, description="Show at most this many files."
+        ),
+        Param("offset", int, default=0, minimum=0, description="Skip this many files (paging)."),
+        Param("no_ignore", bool, default=False, description="Include files that .gitignore hides."),
     ),
+    description="Find files by name pattern, newest first (e.g. **/*.py).",
 )
 
 

@@ -48,22 +48,66 @@ MODES = ("files_with_matches", "content", "count")
 SPEC = ToolSpec(
     "grep",
     (
-        Param("pattern", str, required=True),
-        Param("path", str),
-        Param("glob", str),
-        Param("type", str),
-        Param("output_mode", str, default="files_with_matches", choices=MODES),
-        Param("-i", bool, default=False),
-        Param("-n", bool, default=True),
-        Param("-A", int, default=0, minimum=0, maximum=100),
-        Param("-B", int, default=0, minimum=0, maximum=100),
-        Param("-C", int, default=0, minimum=0, maximum=100),
-        Param("multiline", bool, default=False),
-        Param("literal", bool, default=False),
-        Param("head_limit", int, default=250, minimum=1),
-        Param("offset", int, default=0, minimum=0),
+        Param(
+            "pattern", str, required=True, description="Regular expression (Rust/ripgrep syntax)."
+        ),
+        Param("path", str, description="File or folder to search (default: the working folder)."),
+        Param("glob", str, description="Only files whose names match this glob, e.g. *.py."),
+        Param("type", str, description="Only files of this ripgrep type, e.g. py."),
+        Param(
+            "output_mode",
+            str,
+            default="files_with_matches",
+            choices=MODES,
+            description="files_with_matches, content, or count.",
+        ),
+        Param("-i", bool, default=False, description="Case-insensitive."),
+        Param("-n", bool, default=True, description="Line numbers in content mode."),
+        Param(
+            "-A",
+            int,
+            default=0,
+            minimum=0,
+            maximum=100,
+            description="Lines of context after each match (content mode).",
+        ),
+        Param(
+            "-B",
+            int,
+            default=0,
+            minimum=0,
+            maximum=100,
+            description="Lines of context before each match (content mode).",
+        ),
+        Param(
+            "-C",
+            int,
+            default=0,
+            minimum=0,
+            maximum=100,
+            description="Lines of context around each match (content mode).",
+        ),
+        Param("multiline", bool, default=False, description="Let the pattern span lines."),
+        Param(
+            "literal",
+            bool,
+            default=False,
+            description="Treat the pattern as plain text, not a regex.",
+        ),
+        Param(
+            "head_limit",
+            int,
+            default=250,
+            minimum=1,
+            description="Show at most this many entries.",
+        ),
+        Param("offset", int, default=0, minimum=0, description="Skip this many entries (paging)."),
     ),
     {"include": "glob"},
+    description=(
+        "Search file contents with a regular expression (ripgrep). Lists matching files by "
+        "default; output_mode=content shows the lines."
+    ),
 )
 
 _NOTICE_RESERVE = 800

@@ -2,21 +2,39 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 from collections.abc import Callable, Mapping
 
 from sandboxd.errors import Internal, InvalidArgument
 
-from . import bash, edit, glob, grep, read, write
+from . import bash, edit, glob, grep, jobs, read, write
+from .args import ToolSpec
 from .context import Context
 from .locks import PathLocks
 from .readstate import ReadState
 from .result import MAX_TEXT_CHARS, ToolError, ToolResult, error
 
-TOOL_NAMES: tuple[str, ...] = ("read", "write", "edit", "bash", "grep", "glob")
+#: Every tool's contract, in TOOLS.md order: the one list of tools. A new tool
+#: adds its SPEC here and its handler in ``ToolSession``.
+SPECS: dict[str, ToolSpec] = {
+    spec.tool: spec
+    for spec in (
+        read.SPEC,
+        write.SPEC,
+        edit.SPEC,
+        bash.SPEC,
+        grep.SPEC,
+        glob.SPEC,
+        # Background jobs of bash (TOOLS.md, "Background jobs").
+        jobs.OUTPUT_SPEC,
+        jobs.KILL_SPEC,
+    )
+}
+TOOL_NAMES: tuple[str, ...] = tuple(SPECS)
 
-_Handler = Callable[[dict[str, object], threading.Event], ToolResult]
+_Handler = Callable[[dict[str, object], threading.Event, Context], ToolResult]
 
 
 def _capped(result: ToolResult) -> ToolResult:
@@ -61,15 +79,40 @@ class ToolSession:
             path_locks=path_locks or PathLocks(),
         )
         self.shell = bash.Shell(workdir, state_dir)
-        ctx = self.context
         self._handlers: dict[str, _Handler] = {
-            "read": lambda args, cancel: read.run(ctx, args),
-            "write": lambda args, cancel: write.run(ctx, args),
-            "edit": lambda args, cancel: edit.run(ctx, args),
-            "bash": self.shell.run,
-            "grep": lambda args, cancel: grep.run(ctx, args, cancel),
-            "glob": lambda args, cancel: glob.run(ctx, args, cancel),
+            "read": lambda args, cancel, ctx: read.run(ctx, args),
+            "write": lambda args, cancel, ctx: write.run(ctx, args),
+            "edit": lambda args, cancel, ctx: edit.run(ctx, args),
+            "bash": self._bash,
+            "grep": lambda args, cancel, ctx: grep.run(ctx, args, cancel),
+            "glob": lambda args, cancel, ctx: glob.run(ctx, args, cancel),
+            "bash_output": lambda args, cancel, ctx: self.shell.jobs.output(args),
+            "kill_shell": lambda args, cancel, ctx: self.shell.jobs.kill(args),
         }
+
+    def _bash(self, args: dict[str, object], cancel: threading.Event, ctx: Context) -> ToolResult:
+        start = ctx.workdir if ctx is not self.context else None
+        return self.shell.run(args, cancel, start=start)
+
+    def _context_for(self, cwd: str | None) -> Context | ToolResult:
+        """The call's context: the session's own, or one rooted at ``cwd``.
+
+        ``cwd`` follows the rules of any path argument (absolute, or relative
+        to the workdir). Read state and path locks stay shared, so a folder
+        changes only how paths are spelled, never what guards them.
+        """
+        if not cwd:
+            return self.context
+        if "\x00" in cwd:
+            raise InvalidArgument("cwd contains a NUL byte")
+        folder = os.path.normpath(os.path.join(self.context.workdir, cwd))
+        if not os.path.isdir(folder):
+            what = "is not a folder" if os.path.exists(folder) else "does not exist"
+            return error(
+                f"the working folder {folder} {what}. Create it (mkdir -p {folder}) or "
+                "run from another folder."
+            )
+        return dataclasses.replace(self.context, workdir=folder)
 
     @property
     def workdir(self) -> str:
@@ -81,14 +124,18 @@ class ToolSession:
         args: Mapping[str, object],
         *,
         cancel: threading.Event | None = None,
+        cwd: str | None = None,
     ) -> dict[str, object]:
         handler = self._handlers.get(name)
         if handler is None:
             raise InvalidArgument(f"unknown tool {name!r}; the tools are {', '.join(TOOL_NAMES)}")
         if not isinstance(args, Mapping):
             return error(f"the arguments of {name} must be an object.").to_dict()
+        ctx = self._context_for(cwd)
+        if isinstance(ctx, ToolResult):
+            return ctx.to_dict()
         try:
-            result = handler(dict(args), cancel or threading.Event())
+            result = handler(dict(args), cancel or threading.Event(), ctx)
         except ToolError as exc:
             result = exc.result
         except BlockingIOError:

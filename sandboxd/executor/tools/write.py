@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 
-from .args import Param, ToolSpec, get_str, parse
+from .args import PATH_DESCRIPTION, Param, ToolSpec, get_str, parse
 from .context import Context
 from .fsio import atomic_write, make_parents, open_regular, reason
 from .paths import display, resolve
@@ -24,8 +24,15 @@ from .text import MAX_TEXT_BYTES, count_lines, decode, encode, plural
 
 SPEC = ToolSpec(
     "write",
-    (Param("file_path", str, required=True), Param("content", str, required=True)),
+    (
+        Param("file_path", str, required=True, description=PATH_DESCRIPTION),
+        Param("content", str, required=True, description="The whole new content of the file."),
+    ),
     {"path": "file_path", "file_text": "content"},
+    description=(
+        "Create or overwrite a file with the given content; parent folders are created. "
+        "Overwriting needs a read of the file first."
+    ),
 )
 
 

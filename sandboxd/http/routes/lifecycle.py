@@ -19,6 +19,7 @@ from sandboxd.http.schemas import (
     CreateSandboxResponse,
     DeleteSandboxResponse,
     ListSandboxesResponse,
+    ListToolsResponse,
     Sandbox,
     ServerStatus,
 )
@@ -98,3 +99,11 @@ async def delete_sandbox(instance_id: InstanceId, service: Service) -> DeleteSan
 @router.get("/status", name="GetStatus", response_model=ServerStatus, responses=errors())
 async def get_status(service: Service) -> ServerStatus:
     return ServerStatus.from_model(await service.get_status())
+
+
+@router.get(
+    "/tools", name="ListTools", response_model=ListToolsResponse, responses=errors(), tags=["tools"]
+)
+async def list_tools(service: Service) -> ListToolsResponse:
+    """Each tool's name, description and argument JSON schema (as given to models)."""
+    return ListToolsResponse.from_models(service.list_tools())

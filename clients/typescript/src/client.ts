@@ -1,0 +1,557 @@
+/**
+ * A sandboxd client over grpc-js: unix socket or TCP, bearer tokens, one
+ * error mapping (./errors.ts), streaming exec, and AbortSignal on every call
+ * (aborting cancels the gRPC call; the daemon then cancels the operation, so
+ * an aborted command is stopped in the sandbox).
+ */
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+
+import { abortError, mapError, NotFound, SandboxGone } from './errors.js';
+import { StreamUnsupported, ToolCallStream, type RawCallToolRequest, type RawCallToolResponse } from './tool-stream.js';
+
+export interface ClientOptions {
+  /** `unix:///run/sandboxd/sandboxd.sock` (the default), or `host:port` for TCP. */
+  target?: string;
+  /** Bearer token for the TCP listener (sent as `authorization: Bearer ...`). */
+  token?: string;
+  /** TLS credentials for TCP; plaintext when omitted. */
+  credentials?: grpc.ChannelCredentials;
+  /**
+   * Send callTool over one ToolCalls stream (default true), falling back to
+   * unary CallTool on a daemon without it.
+   */
+  toolStream?: boolean;
+}
+
+export const DEFAULT_TARGET = 'unix:///run/sandboxd/sandboxd.sock';
+
+export interface CallOptions {
+  signal?: AbortSignal;
+}
+
+export type FileType = 'file' | 'directory' | 'symlink' | 'other' | 'unspecified';
+
+export interface FileInfo {
+  path: string;
+  name: string;
+  type: FileType;
+  size: number;
+  mode: number;
+  mtimeNs: number;
+  symlinkTarget: string;
+}
+
+export interface SandboxOptions {
+  image?: string;
+  env?: Record<string, string>;
+  workdir?: string;
+  memoryBytes?: number;
+  cpus?: number;
+  pidsLimit?: number;
+  network?: boolean;
+  runtime?: 'runc' | 'runsc';
+  labels?: Record<string, string>;
+  idleTtlSeconds?: number;
+  disableReadGuard?: boolean;
+}
+
+export interface SandboxInfo {
+  instanceId: string;
+  state: string;
+  containerId: string;
+  volume: string;
+  workdir: string;
+  createdAtMs: number;
+}
+
+export interface ReadFileResult {
+  data: Buffer;
+  size: number;
+  eof: boolean;
+}
+
+export interface ExecRequest {
+  /** Run with `bash -c`. */
+  shell?: string;
+  /** Run directly, no shell. */
+  argv?: string[];
+  cwd?: string;
+  env?: Record<string, string>;
+  stdin?: Uint8Array;
+  /** 0 or absent: the daemon's default. */
+  timeoutMs?: number;
+}
+
+export interface ExecResult {
+  stdout: Buffer;
+  stderr: Buffer;
+  exitCode: number;
+  timedOut: boolean;
+  durationMs: number;
+  stdoutTruncated: boolean;
+  stderrTruncated: boolean;
+}
+
+export type ExecEvent =
+  | { kind: 'stdout'; data: Buffer }
+  | { kind: 'stderr'; data: Buffer }
+  | { kind: 'exit'; exitCode: number; timedOut: boolean; durationMs: number };
+
+export interface ToolCallResult {
+  text: string;
+  isError: boolean;
+  fields: Record<string, unknown>;
+}
+
+export interface CallToolOptions extends CallOptions {
+  /** Retry safety: a completed write/edit/bash under this id is answered from its record. */
+  toolCallId?: string;
+  /** The folder the call runs in (relative paths and bash start there). */
+  cwd?: string;
+}
+
+// proto-loader options that make the JS objects honest: 64-bit numbers as
+// numbers, every field present (a missing `eof` would page forever), and the
+// set member of a oneof named (ExecStream events).
+const LOADER_OPTIONS: protoLoader.Options = {
+  keepCase: false,
+  longs: Number,
+  enums: String,
+  bytes: Buffer,
+  defaults: true,
+  oneofs: true,
+};
+
+function protoPath(): string {
+  // dist/src/client.js -> package root -> proto/ (copied from the repository at build).
+  const path = fileURLToPath(new URL('../../proto/sandboxd/v1/sandbox.proto', import.meta.url));
+  if (!existsSync(path)) {
+    throw new Error(`sandboxd proto not found at ${path}; run the package build (it copies proto/)`);
+  }
+  return path;
+}
+
+type Unary = (
+  request: object,
+  metadata: grpc.Metadata,
+  options: grpc.CallOptions,
+  callback: (error: grpc.ServiceError | null, response: unknown) => void,
+) => grpc.ClientUnaryCall;
+type ServerStream = (
+  request: object,
+  metadata: grpc.Metadata,
+  options?: grpc.CallOptions,
+) => grpc.ClientReadableStream<unknown>;
+
+let serviceCtor: grpc.ServiceClientConstructor | undefined;
+
+function serviceClient(): grpc.ServiceClientConstructor {
+  if (serviceCtor === undefined) {
+    const definition = protoLoader.loadSync(protoPath(), LOADER_OPTIONS);
+    const root = grpc.loadPackageDefinition(definition) as unknown as {
+      sandboxd: { v1: { SandboxService: grpc.ServiceClientConstructor } };
+    };
+    serviceCtor = root.sandboxd.v1.SandboxService;
+  }
+  return serviceCtor;
+}
+
+function normalizeTarget(target: string): string {
+  // grpc-js wants unix:///abs/path (or unix:/abs/path); accept a bare path too.
+  if (target.startsWith('/')) return `unix://${target}`;
+  return target;
+}
+
+const FILE_TYPES: Record<string, FileType> = {
+  FILE_TYPE_FILE: 'file',
+  FILE_TYPE_DIRECTORY: 'directory',
+  FILE_TYPE_SYMLINK: 'symlink',
+  FILE_TYPE_OTHER: 'other',
+};
+
+interface RawFileInfo {
+  path: string;
+  name: string;
+  type: string;
+  size: number;
+  mode: number;
+  mtimeNs: number;
+  symlinkTarget: string;
+}
+
+function fileInfo(raw: RawFileInfo): FileInfo {
+  return {
+    path: raw.path,
+    name: raw.name,
+    type: FILE_TYPES[raw.type] ?? 'unspecified',
+    size: raw.size,
+    mode: raw.mode,
+    mtimeNs: raw.mtimeNs,
+    symlinkTarget: raw.symlinkTarget,
+  };
+}
+
+interface RawSandboxInfo {
+  instanceId: string;
+  state: string;
+  containerId: string;
+  volume: string;
+  options: { workdir: string } | null;
+  createdAtMs: number;
+}
+
+function sandboxInfo(raw: RawSandboxInfo): SandboxInfo {
+  return {
+    instanceId: raw.instanceId,
+    state: raw.state,
+    containerId: raw.containerId,
+    volume: raw.volume,
+    workdir: raw.options?.workdir || '/workspace',
+    createdAtMs: raw.createdAtMs,
+  };
+}
+
+function optionsToProto(options: SandboxOptions | undefined): object {
+  const o = options ?? {};
+  return {
+    image: o.image ?? '',
+    env: o.env ?? {},
+    workdir: o.workdir ?? '',
+    memoryBytes: o.memoryBytes ?? 0,
+    cpus: o.cpus ?? 0,
+    pidsLimit: o.pidsLimit ?? 0,
+    ...(o.network === undefined ? {} : { network: o.network }),
+    runtime: o.runtime === 'runsc' ? 'RUNTIME_RUNSC' : o.runtime === 'runc' ? 'RUNTIME_RUNC' : 'RUNTIME_UNSPECIFIED',
+    labels: o.labels ?? {},
+    idleTtlSeconds: o.idleTtlSeconds ?? 0,
+    ...(o.disableReadGuard === undefined ? {} : { disableReadGuard: o.disableReadGuard }),
+  };
+}
+
+function execToProto(instanceId: string, request: ExecRequest): object {
+  if ((request.shell === undefined) === (request.argv === undefined)) {
+    throw new TypeError('exec needs exactly one of shell or argv');
+  }
+  return {
+    instanceId,
+    ...(request.shell !== undefined ? { shell: request.shell } : { argv: { args: request.argv } }),
+    cwd: request.cwd ?? '',
+    env: request.env ?? {},
+    stdin: Buffer.from(request.stdin ?? new Uint8Array()),
+    timeoutMs: request.timeoutMs ?? 0,
+  };
+}
+
+export class SandboxdClient {
+  readonly target: string;
+  private readonly client: grpc.Client;
+  private readonly token: string | undefined;
+  private toolStream: ToolCallStream | undefined;
+
+  constructor(options: ClientOptions = {}) {
+    this.target = normalizeTarget(options.target ?? DEFAULT_TARGET);
+    this.token = options.token;
+    const Ctor = serviceClient();
+    this.client = new Ctor(this.target, options.credentials ?? grpc.credentials.createInsecure(), {
+      'grpc.max_receive_message_length': 64 * 1024 * 1024,
+      'grpc.max_send_message_length': 64 * 1024 * 1024,
+    });
+    if (options.toolStream ?? true) {
+      this.toolStream = new ToolCallStream(() => {
+        const open = (this.client as unknown as Record<string, (m: grpc.Metadata) => unknown>)['ToolCalls'];
+        if (open === undefined) throw new Error('no RPC ToolCalls');
+        return open.call(this.client, this.metadata()) as ReturnType<ConstructorParameters<typeof ToolCallStream>[0]>;
+      });
+    }
+  }
+
+  close(): void {
+    this.toolStream?.close();
+    this.client.close();
+  }
+
+  private metadata(): grpc.Metadata {
+    const metadata = new grpc.Metadata();
+    // Per call rather than call credentials: grpc-js refuses those on a
+    // plaintext channel, and sandboxd's TCP listener may be plaintext on loopback.
+    if (this.token) metadata.set('authorization', `Bearer ${this.token}`);
+    return metadata;
+  }
+
+  private unary<T>(method: string, request: object, options: CallOptions = {}): Promise<T> {
+    const { signal } = options;
+    if (signal?.aborted) return Promise.reject(abortError(signal));
+    const fn = (this.client as unknown as Record<string, Unary>)[method];
+    if (fn === undefined) throw new Error(`no RPC ${method}`);
+    return new Promise<T>((resolve, reject) => {
+      let onAbort: (() => void) | undefined;
+      const call = fn.call(this.client, request, this.metadata(), {}, (error, response) => {
+        if (onAbort) signal?.removeEventListener('abort', onAbort);
+        if (error) {
+          reject(signal?.aborted ? abortError(signal) : mapError(error));
+        } else {
+          resolve(response as T);
+        }
+      });
+      if (signal) {
+        onAbort = () => call.cancel();
+        signal.addEventListener('abort', onAbort, { once: true });
+      }
+    });
+  }
+
+  /** A NOT_FOUND on an instance's call: is it the file, or the sandbox itself? */
+  private async gone(instanceId: string, error: unknown): Promise<unknown> {
+    if (!(error instanceof NotFound) || error instanceof SandboxGone) return error;
+    try {
+      await this.unary('GetSandbox', { instanceId });
+      return error;
+    } catch (lookup) {
+      if (lookup instanceof NotFound) {
+        return new SandboxGone(
+          `sandbox ${JSON.stringify(instanceId)} does not exist (deleted, or never created): ${error.message}`,
+          'NOT_FOUND',
+        );
+      }
+      return error;
+    }
+  }
+
+  private async on<T>(instanceId: string, method: string, request: object, options?: CallOptions): Promise<T> {
+    try {
+      return await this.unary<T>(method, { instanceId, ...request }, options);
+    } catch (error) {
+      throw await this.gone(instanceId, error);
+    }
+  }
+
+  // ------------------------------------------------------------ lifecycle
+
+  async createSandbox(
+    instanceId: string,
+    options?: SandboxOptions,
+    call?: CallOptions,
+  ): Promise<SandboxInfo & { created: boolean }> {
+    const response = await this.unary<{ sandbox: RawSandboxInfo; created: boolean }>(
+      'CreateSandbox',
+      { instanceId, options: optionsToProto(options) },
+      call,
+    );
+    return { ...sandboxInfo(response.sandbox), created: response.created };
+  }
+
+  async getSandbox(instanceId: string, call?: CallOptions): Promise<SandboxInfo> {
+    const response = await this.unary<{ sandbox: RawSandboxInfo }>('GetSandbox', { instanceId }, call);
+    return sandboxInfo(response.sandbox);
+  }
+
+  async deleteSandbox(instanceId: string, call?: CallOptions): Promise<boolean> {
+    const response = await this.unary<{ deleted: boolean }>('DeleteSandbox', { instanceId }, call);
+    return response.deleted;
+  }
+
+  async listSandboxes(labelSelector: Record<string, string> = {}, call?: CallOptions): Promise<SandboxInfo[]> {
+    const response = await this.unary<{ sandboxes: RawSandboxInfo[] }>('ListSandboxes', { labelSelector }, call);
+    return response.sandboxes.map(sandboxInfo);
+  }
+
+  async getStatus(call?: CallOptions): Promise<{ version: string; backend: string; namespace: string }> {
+    return this.unary('GetStatus', {}, call);
+  }
+
+  // ------------------------------------------------------------ files
+
+  readFile(
+    instanceId: string,
+    path: string,
+    options: CallOptions & { offset?: number; length?: number } = {},
+  ): Promise<ReadFileResult> {
+    return this.on(
+      instanceId,
+      'ReadFile',
+      { path, offset: options.offset ?? 0, ...(options.length === undefined ? {} : { length: options.length }) },
+      options,
+    );
+  }
+
+  /** The whole file, read in pages of `chunkBytes` (each under the payload limit). */
+  async readAll(instanceId: string, path: string, options: CallOptions & { chunkBytes?: number } = {}): Promise<Buffer> {
+    const chunk = options.chunkBytes ?? DEFAULT_CHUNK_BYTES;
+    const parts: Buffer[] = [];
+    let offset = 0;
+    for (;;) {
+      const page = await this.readFile(instanceId, path, { ...options, offset, length: chunk });
+      parts.push(page.data);
+      offset += page.data.length;
+      if (page.eof || page.data.length === 0) break;
+    }
+    return Buffer.concat(parts);
+  }
+
+  writeFile(
+    instanceId: string,
+    path: string,
+    data: Uint8Array | string,
+    options: CallOptions & { createParents?: boolean; expectedSha256?: string; mode?: number } = {},
+  ): Promise<{ size: number; sha256: string; created: boolean }> {
+    return this.on(
+      instanceId,
+      'WriteFile',
+      {
+        path,
+        data: typeof data === 'string' ? Buffer.from(data, 'utf8') : Buffer.from(data),
+        createParents: options.createParents ?? false,
+        ...(options.expectedSha256 === undefined ? {} : { expectedSha256: options.expectedSha256 }),
+        ...(options.mode === undefined ? {} : { mode: options.mode }),
+      },
+      options,
+    );
+  }
+
+  async stat(instanceId: string, path: string, options: CallOptions & { followSymlinks?: boolean } = {}): Promise<FileInfo> {
+    const response = await this.on<{ info: RawFileInfo }>(
+      instanceId,
+      'Stat',
+      { path, followSymlinks: options.followSymlinks ?? false },
+      options,
+    );
+    return fileInfo(response.info);
+  }
+
+  async listDir(instanceId: string, path: string, options?: CallOptions): Promise<FileInfo[]> {
+    const response = await this.on<{ entries: RawFileInfo[] }>(instanceId, 'ListDir', { path }, options);
+    return response.entries.map(fileInfo);
+  }
+
+  async exists(instanceId: string, path: string, options?: CallOptions): Promise<{ exists: boolean; type: FileType }> {
+    const response = await this.on<{ exists: boolean; type: string }>(instanceId, 'Exists', { path }, options);
+    return { exists: response.exists, type: FILE_TYPES[response.type] ?? 'unspecified' };
+  }
+
+  async makeDir(
+    instanceId: string,
+    path: string,
+    options: CallOptions & { parents?: boolean; existOk?: boolean } = {},
+  ): Promise<boolean> {
+    const response = await this.on<{ created: boolean }>(
+      instanceId,
+      'MakeDir',
+      { path, parents: options.parents ?? false, existOk: options.existOk ?? false },
+      options,
+    );
+    return response.created;
+  }
+
+  async remove(
+    instanceId: string,
+    path: string,
+    options: CallOptions & { recursive?: boolean; missingOk?: boolean } = {},
+  ): Promise<boolean> {
+    const response = await this.on<{ removed: boolean }>(
+      instanceId,
+      'Remove',
+      { path, recursive: options.recursive ?? false, missingOk: options.missingOk ?? false },
+      options,
+    );
+    return response.removed;
+  }
+
+  // ------------------------------------------------------------ exec
+
+  async exec(instanceId: string, request: ExecRequest, options?: CallOptions): Promise<ExecResult> {
+    return this.on<ExecResult>(instanceId, 'Exec', execToProto(instanceId, request), options);
+  }
+
+  /** Output as it is produced, then one `exit` event. Abort cancels the command. */
+  async *execStream(instanceId: string, request: ExecRequest, options: CallOptions = {}): AsyncGenerator<ExecEvent> {
+    const { signal } = options;
+    if (signal?.aborted) throw abortError(signal);
+    const fn = (this.client as unknown as Record<string, ServerStream>)['ExecStream'];
+    if (fn === undefined) throw new Error('no RPC ExecStream');
+    const call = fn.call(this.client, { exec: execToProto(instanceId, request) }, this.metadata());
+    const onAbort = (): void => call.cancel();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      for await (const raw of call as AsyncIterable<RawExecEvent>) {
+        if (raw.event === 'stdout') yield { kind: 'stdout', data: raw.stdout };
+        else if (raw.event === 'stderr') yield { kind: 'stderr', data: raw.stderr };
+        else if (raw.event === 'exit' && raw.exit) yield { kind: 'exit', ...raw.exit };
+      }
+    } catch (error) {
+      if (signal?.aborted) throw abortError(signal);
+      throw await this.gone(instanceId, mapError(error));
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+      call.cancel();
+    }
+  }
+
+  // ------------------------------------------------------------ tools
+
+  async callTool(
+    instanceId: string,
+    name: string,
+    args: Record<string, unknown>,
+    options: CallToolOptions = {},
+  ): Promise<ToolCallResult> {
+    const request: RawCallToolRequest = {
+      instanceId,
+      name,
+      argumentsJson: JSON.stringify(args),
+      toolCallId: options.toolCallId ?? '',
+      cwd: options.cwd ?? '',
+    };
+    let response: RawCallToolResponse | undefined;
+    if (this.toolStream !== undefined) {
+      try {
+        response = await this.toolStream.call(request, options.signal);
+      } catch (error) {
+        if (!(error instanceof StreamUnsupported)) throw await this.gone(instanceId, error);
+        this.toolStream = undefined; // an older daemon: unary from now on (nothing ran)
+      }
+    }
+    response ??= await this.on<RawCallToolResponse>(instanceId, 'CallTool', request, options);
+    const fields: unknown = response.fieldsJson ? JSON.parse(response.fieldsJson) : {};
+    return {
+      text: response.text,
+      isError: response.isError,
+      fields: typeof fields === 'object' && fields !== null ? (fields as Record<string, unknown>) : {},
+    };
+  }
+}
+
+interface RawExecEvent {
+  event: 'stdout' | 'stderr' | 'exit';
+  stdout: Buffer;
+  stderr: Buffer;
+  exit: { exitCode: number; timedOut: boolean; durationMs: number } | null;
+}
+
+/** Bytes per ReadFile page / WriteFile part: well under the 16 MiB default payload limit. */
+export const DEFAULT_CHUNK_BYTES = 4 * 1024 * 1024;
+
+const shared = new Map<string, SandboxdClient>();
+
+/**
+ * One client (one channel) per target and token for the whole process:
+ * frameworks that rebuild their factories on every render reuse it.
+ */
+export function sharedClient(options: ClientOptions = {}): SandboxdClient {
+  const key = `${normalizeTarget(options.target ?? DEFAULT_TARGET)}\u0000${options.token ?? ''}`;
+  let client = shared.get(key);
+  if (client === undefined) {
+    client = new SandboxdClient(options);
+    shared.set(key, client);
+  }
+  return client;
+}
+
+/** Close and forget every shared client (tests, clean shutdown). */
+export function closeSharedClients(): void {
+  for (const client of shared.values()) client.close();
+  shared.clear();
+}

@@ -1,0 +1,5 @@
+export * from './client.js';
+export * from './errors.js';
+export { INSTANCE_ID, instanceIdFor, sandboxCallId } from './ids.js';
+export type { ToolSpec } from './toolspec.js';
+export { TOOL_SPECS } from './generated/tools.js';

@@ -1,0 +1,210 @@
+import assert from 'node:assert/strict';
+import { createServer } from 'node:net';
+import { after, before, describe, test } from 'node:test';
+
+import { SandboxdClient, sharedClient, closeSharedClients } from '../src/client.js';
+import {
+  ERROR_CLASSES,
+  errorFromStatus,
+  InvalidArgument,
+  NotFound,
+  SandboxGone,
+  SandboxUnavailable,
+  Unauthenticated,
+} from '../src/errors.js';
+import { instanceIdFor, INSTANCE_ID, sandboxCallId } from '../src/ids.js';
+import { backends, pythonData, startDaemon, type Daemon } from './daemon.js';
+
+test('the error table is sandboxd/errors.py ERROR_CLASSES, class for class', () => {
+  const python = pythonData('errors') as Record<string, string>;
+  const ours = Object.fromEntries(ERROR_CLASSES.map((cls) => [cls.name, cls.statusName]));
+  assert.deepEqual(ours, python);
+  assert.ok(errorFromStatus(5, 'x') instanceof NotFound);
+  assert.ok(errorFromStatus(1, 'x') instanceof SandboxUnavailable); // CANCELLED
+  assert.equal(errorFromStatus(2, '').constructor.name, 'Internal'); // UNKNOWN
+});
+
+test('instance ids: valid ones kept, others hashed deterministically', () => {
+  assert.equal(instanceIdFor('agent-1'), 'agent-1');
+  const odd = instanceIdFor('user@example.com/chat 7');
+  assert.match(odd, INSTANCE_ID);
+  assert.equal(odd, instanceIdFor('user@example.com/chat 7'));
+  assert.notEqual(odd, instanceIdFor('user@example.com/chat 8'));
+  assert.match(instanceIdFor('x'.repeat(300)), INSTANCE_ID);
+  assert.equal(instanceIdFor('a', 'app1-'), 'app1-a');
+});
+
+test('tool call ids: stable for a retry, distinct across arguments, folders and runs', () => {
+  const a = sandboxCallId('i', 'call_1', { command: 'ls' }, '/w');
+  assert.equal(a, sandboxCallId('i', 'call_1', { command: 'ls' }, '/w'));
+  assert.notEqual(a, sandboxCallId('i', 'call_1', { command: 'pwd' }, '/w'));
+  assert.notEqual(a, sandboxCallId('i', 'call_1', { command: 'ls' }, '/w/sub'));
+  assert.notEqual(a, sandboxCallId('j', 'call_1', { command: 'ls' }, '/w'));
+  assert.notEqual(a, sandboxCallId('i', 'call_1', { command: 'ls' }, '/w', 'run-2'));
+  assert.ok(sandboxCallId('i', 'x'.repeat(1000), {}, '/').length <= 256);
+});
+
+for (const backend of backends()) {
+  describe(`client on the ${backend} backend`, () => {
+    let daemon: Daemon;
+    let client: SandboxdClient;
+    before(async () => {
+      daemon = await startDaemon(backend, '--max-payload-bytes', '65536');
+      client = new SandboxdClient({ target: daemon.target });
+      await client.createSandbox('c1');
+    });
+    after(async () => {
+      client.close();
+      closeSharedClients();
+      await daemon.stop();
+    });
+
+    test('file verbs round-trip and map errors', async () => {
+      await client.writeFile('c1', 'd/a.txt', 'hello', { createParents: true });
+      const page = await client.readFile('c1', 'd/a.txt');
+      assert.equal(page.data.toString(), 'hello');
+      assert.equal(page.eof, true);
+      assert.equal(page.size, 5);
+      const info = await client.stat('c1', 'd/a.txt');
+      assert.equal(info.type, 'file');
+      assert.equal(typeof info.mtimeNs, 'number');
+      assert.deepEqual((await client.listDir('c1', 'd')).map((e) => e.name), ['a.txt']);
+      assert.deepEqual(await client.exists('c1', 'd'), { exists: true, type: 'directory' });
+      assert.equal((await client.exists('c1', 'nope')).exists, false);
+      await assert.rejects(client.readFile('c1', 'nope'), NotFound);
+      await assert.rejects(client.readFile('c1', 'nope'), (e) => !(e instanceof SandboxGone));
+      await assert.rejects(client.createSandbox('bad id!'), InvalidArgument);
+      assert.equal(await client.remove('c1', 'd', { recursive: true }), true);
+    });
+
+    test('readAll pages a file larger than one call may carry', async () => {
+      const big = Buffer.alloc(200_000, 'x');
+      const made = await client.exec('c1', { shell: "head -c 200000 /dev/zero | tr '\\0' x > big.bin" });
+      assert.equal(made.exitCode, 0);
+      await assert.rejects(client.readFile('c1', 'big.bin'), (e: unknown) => e instanceof Error);
+      const whole = await client.readAll('c1', 'big.bin', { chunkBytes: 32_000 });
+      assert.ok(whole.equals(big));
+    });
+
+    test('exec and execStream', async () => {
+      const result = await client.exec('c1', { shell: 'echo out; echo err >&2; exit 3' });
+      assert.equal(result.stdout.toString(), 'out\n');
+      assert.equal(result.stderr.toString(), 'err\n');
+      assert.equal(result.exitCode, 3);
+      const events = [];
+      for await (const event of client.execStream('c1', { argv: ['sh', '-c', 'echo a; sleep 0.2; echo b'] })) {
+        events.push(event);
+      }
+      const out = events.filter((e) => e.kind === 'stdout').map((e) => (e.kind === 'stdout' ? e.data.toString() : ''));
+      assert.equal(out.join(''), 'a\nb\n');
+      const exit = events.at(-1);
+      assert.equal(exit?.kind, 'exit');
+      assert.equal(exit?.kind === 'exit' && exit.exitCode, 0);
+      const timed = await client.exec('c1', { shell: 'sleep 5', timeoutMs: 300 });
+      assert.equal(timed.timedOut, true);
+    });
+
+    for (const how of ['exec', 'execStream', 'callTool'] as const) {
+      test(`aborting ${how} stops the command in the sandbox`, async () => {
+        const marker = { exec: '30.1234', execStream: '30.4321', callTool: '30.2143' }[how];
+        const controller = new AbortController();
+        const started = Date.now();
+        setTimeout(() => controller.abort(new Error('enough')), 200);
+        const run = async (): Promise<void> => {
+          if (how === 'exec') {
+            await client.exec('c1', { shell: `sleep ${marker}` }, { signal: controller.signal });
+          } else if (how === 'callTool') {
+            await client.callTool('c1', 'bash', { command: `sleep ${marker}` }, { signal: controller.signal });
+          } else {
+            for await (const _ of client.execStream('c1', { shell: `sleep ${marker}` }, { signal: controller.signal })) {
+              // nothing is printed
+            }
+          }
+        };
+        await assert.rejects(run(), { name: 'AbortError' });
+        assert.ok(Date.now() - started < 10_000);
+        // The daemon cancels the operation with the call: the sleep is gone.
+        let alive = true;
+        for (let i = 0; i < 50 && alive; i++) {
+          const check = await client.exec('c1', { argv: ['pgrep', '-f', `sleep ${marker}`] });
+          alive = check.exitCode === 0;
+          if (alive) await new Promise((r) => setTimeout(r, 100));
+        }
+        assert.equal(alive, false, `sleep ${marker} still runs after the abort`);
+      });
+    }
+
+    test('callTool with a cwd; a deleted sandbox is SandboxGone', async () => {
+      await client.createSandbox('c2');
+      await client.makeDir('c2', 'sub');
+      const pwd = (await client.exec('c2', { argv: ['pwd'] })).stdout.toString().trim();
+      const wrote = await client.callTool('c2', 'write', { path: 'f.txt', content: 'x\n' }, { cwd: `${pwd}/sub` });
+      assert.equal(wrote.isError, false, wrote.text);
+      assert.equal((await client.readFile('c2', 'sub/f.txt')).data.toString(), 'x\n');
+      const bad = await client.callTool('c2', 'read', { file: 'f.txt' });
+      assert.equal(bad.isError, true);
+      assert.match(bad.text, /^Error: /);
+      assert.equal(await client.deleteSandbox('c2'), true);
+      await assert.rejects(client.callTool('c2', 'read', { file_path: 'f.txt' }), SandboxGone);
+      await assert.rejects(client.exec('c2', { argv: ['true'] }), SandboxGone);
+    });
+
+    test('callTool over the ToolCalls stream and over unary CallTool agree', async () => {
+      const unary = new SandboxdClient({ target: daemon.target, toolStream: false });
+      try {
+        await client.makeDir('c1', 'many', { existOk: true });
+        const calls = Array.from({ length: 20 }, (_, i) =>
+          client.callTool('c1', 'write', { file_path: `many/f${i}.txt`, content: `${i}\n` }),
+        );
+        const results = await Promise.all(calls);
+        results.forEach((r, i) => assert.equal(r.text, `Created many/f${i}.txt (1 line, ${String(i).length + 1} bytes).`));
+        const viaStream = await client.callTool('c1', 'glob', { pattern: 'many/*.txt' });
+        const viaUnary = await unary.callTool('c1', 'glob', { pattern: 'many/*.txt' });
+        assert.equal(viaStream.text, viaUnary.text);
+        assert.deepEqual(viaStream.fields, viaUnary.fields);
+        await assert.rejects(client.callTool('nobody', 'read', { file_path: 'x' }), SandboxGone);
+        await assert.rejects(unary.callTool('nobody', 'read', { file_path: 'x' }), SandboxGone);
+      } finally {
+        unary.close();
+      }
+    });
+
+    test('one shared client per target and token', () => {
+      const a = sharedClient({ target: daemon.target });
+      assert.equal(sharedClient({ target: daemon.target }), a);
+      assert.notEqual(sharedClient({ target: daemon.target, token: 't' }), a);
+    });
+  });
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+describe('TCP with a bearer token', () => {
+  let daemon: Daemon;
+  let port: number;
+  before(async () => {
+    port = await freePort();
+    daemon = await startDaemon('local', '--tcp', `127.0.0.1:${port}`, '--token', 'sekrit-token-0123456789');
+  });
+  after(async () => daemon.stop());
+
+  test('the token is sent; without it the call is Unauthenticated', async () => {
+    const good = new SandboxdClient({ target: `127.0.0.1:${port}`, token: 'sekrit-token-0123456789' });
+    const none = new SandboxdClient({ target: `127.0.0.1:${port}` });
+    try {
+      assert.equal((await good.createSandbox('tcp1')).instanceId, 'tcp1');
+      await assert.rejects(none.createSandbox('tcp2'), Unauthenticated);
+    } finally {
+      good.close();
+      none.close();
+    }
+  });
+});

@@ -1,0 +1,132 @@
+"""The client end of ``ToolCalls``: tool calls multiplexed over one stream.
+
+One long-lived bidirectional stream per transport carries every
+``call_tool``; answers are matched to callers by ``call_id``. A stream that
+breaks fails the calls waiting on it (like a dropped unary call would) and
+the next call opens a new one. A daemon without ``ToolCalls`` answers
+UNIMPLEMENTED before running anything, so the caller can safely fall back
+to unary ``CallTool``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+from collections.abc import Callable
+from typing import Any
+
+import grpc
+
+from runtime_client._status import error_from_rpc, error_from_status
+from sandboxd.errors import SandboxdError, SandboxUnavailable
+from sandboxd.v1 import sandbox_pb2 as pb
+
+
+class StreamUnsupported(Exception):
+    """The daemon has no ToolCalls RPC; nothing was run."""
+
+
+class ToolCallStream:
+    def __init__(self, open_stream: Callable[[], Any]) -> None:
+        self._open_stream = open_stream
+        self._stream: Any = None
+        self._reader: asyncio.Task[None] | None = None
+        self._ids = itertools.count(1)
+        self._pending: dict[int, asyncio.Future[pb.CallToolResponse]] = {}
+        self._write_lock: asyncio.Lock | None = None
+
+    async def call(self, request: pb.CallToolRequest) -> pb.CallToolResponse:
+        call_id = next(self._ids)
+        future: asyncio.Future[pb.CallToolResponse] = asyncio.get_running_loop().create_future()
+        self._pending[call_id] = future
+        try:
+            await self._send(pb.ToolCallsRequest(call_id=call_id, call=request))
+            return await future
+        except asyncio.CancelledError:
+            # Cancelling the caller cancels the future too: no answer came.
+            if future.cancelled() or not future.done():
+                # The daemon stops the call (and its command); best effort.
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(
+                        self._send(pb.ToolCallsRequest(call_id=call_id, cancel=True), retry=False)
+                    )
+            raise
+        finally:
+            self._pending.pop(call_id, None)
+
+    async def close(self) -> None:
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            stream.cancel()
+        if self._reader is not None:
+            self._reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._reader
+            self._reader = None
+
+    # ------------------------------------------------------------ internals
+
+    async def _send(self, message: pb.ToolCallsRequest, *, retry: bool = True) -> None:
+        if self._write_lock is None:
+            self._write_lock = asyncio.Lock()
+        async with self._write_lock:
+            for attempt in (1, 2):
+                stream = self._ensure_open()
+                try:
+                    await stream.write(message)
+                    return
+                except (grpc.RpcError, grpc.aio.UsageError, RuntimeError) as exc:
+                    # Not sent: the stream had already ended. Once more on a new one.
+                    self._drop(stream)
+                    if not retry or attempt == 2:
+                        if isinstance(exc, grpc.RpcError):
+                            raise self._classify(exc) from None
+                        raise SandboxUnavailable(f"the ToolCalls stream failed: {exc}") from None
+
+    def _ensure_open(self) -> Any:
+        if self._stream is None:
+            self._stream = self._open_stream()
+            self._reader = asyncio.create_task(self._read(self._stream), name="tool-calls")
+        return self._stream
+
+    def _drop(self, stream: Any) -> None:
+        if self._stream is stream:
+            self._stream = None
+        stream.cancel()
+
+    @staticmethod
+    def _classify(error: grpc.RpcError) -> Exception:
+        code = error.code() if hasattr(error, "code") else None
+        if code == grpc.StatusCode.UNIMPLEMENTED:
+            return StreamUnsupported()
+        return error_from_rpc(error)
+
+    async def _read(self, stream: Any) -> None:
+        failure: Exception = SandboxUnavailable("the ToolCalls stream ended")
+        try:
+            async for answer in stream:
+                future = self._pending.get(answer.call_id)
+                if future is None or future.done():
+                    continue  # a call its caller gave up
+                if answer.WhichOneof("outcome") == "result":
+                    future.set_result(answer.result)
+                else:
+                    future.set_exception(error_from_status(answer.error.code, answer.error.message))
+        except grpc.RpcError as exc:
+            failure = self._classify(exc)
+        except asyncio.CancelledError:
+            failure = SandboxUnavailable("the ToolCalls stream was closed")
+            raise
+        except Exception as exc:  # a broken stream must fail its calls, not hang them
+            failure = SandboxUnavailable(f"the ToolCalls stream failed: {exc!r}")
+        finally:
+            if self._stream is stream:
+                self._stream = None
+            for future in self._pending.values():
+                if not future.done():
+                    future.set_exception(
+                        failure
+                        if not isinstance(failure, SandboxdError)
+                        else type(failure)(failure.message)
+                    )

@@ -1,0 +1,167 @@
+"""ToolCalls: many tool calls over one stream, against a real in-process server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import grpc
+import pytest
+
+from runtime_client import (
+    ExecOutput,
+    GrpcSandboxFactory,
+    InvalidArgument,
+    NotFound,
+    Unauthenticated,
+)
+from sandboxd.config import Settings
+from sandboxd.grpc import tool_stream
+from sandboxd.grpc.server import Server
+from sandboxd.v1 import sandbox_pb2 as pb
+from sandboxd.v1 import sandbox_pb2_grpc as pb_grpc
+
+pytestmark = [pytest.mark.inproc, pytest.mark.anyio]
+
+
+def _call(instance_id: str, name: str, **arguments: object) -> pb.CallToolRequest:
+    return pb.CallToolRequest(
+        instance_id=instance_id, name=name, arguments_json=json.dumps(arguments)
+    )
+
+
+async def test_concurrent_calls_answer_like_unary_calls(factory: GrpcSandboxFactory) -> None:
+    sandbox = await factory.create_sandbox("streamed")
+    writes = [
+        sandbox.call_tool("write", {"file_path": f"d/{n}.txt", "content": f"file {n}\n"})
+        for n in range(40)
+    ]
+    results = await asyncio.gather(*writes)
+    assert [r.text for r in results] == [
+        f"Created d/{n}.txt (1 line, {len(f'file {n}') + 1} bytes)." for n in range(40)
+    ]
+    # Every answer reached its own caller: the reads name their own file.
+    reads = await asyncio.gather(
+        *(sandbox.call_tool("read", {"file_path": f"d/{n}.txt"}) for n in range(40))
+    )
+    assert [r.text for r in reads] == [f"     1\tfile {n}" for n in range(40)]
+    stub = pb_grpc.SandboxServiceStub(factory.transport._channel)  # type: ignore[no-untyped-call]
+    unary = await stub.CallTool(_call("streamed", "read", file_path="d/7.txt"))
+    assert unary.text == reads[7].text and unary.fields_json == json.dumps(dict(reads[7].fields))
+
+
+async def test_a_failed_call_is_an_answer_and_the_stream_goes_on(
+    factory: GrpcSandboxFactory,
+) -> None:
+    sandbox = await factory.create_sandbox("goes-on")
+    with pytest.raises(NotFound, match="no sandbox with instance id 'missing'"):
+        await factory.transport.call_tool("missing", "read", {"file_path": "x"})
+    with pytest.raises(InvalidArgument, match="unknown tool 'nope'"):
+        await factory.transport.call_tool("goes-on", "nope", {})
+    stream = factory.transport._tool_stream
+    assert stream is not None and stream._stream is not None  # the same stream, still open
+    result = await sandbox.call_tool("bash", {"command": "echo still here"})
+    assert result.text == "still here\n\nExit code: 0"
+    assert factory.transport._tool_stream is stream
+
+
+async def test_a_cancelled_call_stops_its_command(factory: GrpcSandboxFactory) -> None:
+    sandbox = await factory.create_sandbox("cancelled")
+    marker = f"sleep 3{secrets.randbelow(1000):03d}"
+    call = asyncio.ensure_future(sandbox.call_tool("bash", {"command": marker}))
+    await asyncio.sleep(0.5)
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    for _ in range(50):
+        check = await sandbox.exec(["pgrep", "-f", marker])
+        if check.exit_code == 1:
+            break
+        await asyncio.sleep(0.1)
+    assert check.exit_code == 1, "the cancelled command is still running"
+
+
+async def test_raw_stream_refuses_duplicates_missing_bodies_and_overflow(
+    server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tool_stream, "MAX_OUTSTANDING", 2)
+    async with grpc.aio.insecure_channel(f"unix://{server.settings.socket}") as channel:
+        stub = pb_grpc.SandboxServiceStub(channel)  # type: ignore[no-untyped-call]
+        await stub.CreateSandbox(pb.CreateSandboxRequest(instance_id="raw"))
+        stream = stub.ToolCalls()
+        slow = _call("raw", "bash", command="sleep 1; echo slow")
+        await stream.write(pb.ToolCallsRequest(call_id=1, call=slow))
+        await stream.write(pb.ToolCallsRequest(call_id=1, call=slow))  # 1 is in flight
+        await stream.write(pb.ToolCallsRequest(call_id=2))  # no body
+        await stream.write(pb.ToolCallsRequest(call_id=3, call=slow))  # 1 and 3: the cap
+        await stream.write(pb.ToolCallsRequest(call_id=4, call=slow))  # over it
+        await stream.done_writing()
+        answers: dict[int, list[pb.ToolCallsResponse]] = {}
+        async for answer in stream:
+            answers.setdefault(answer.call_id, []).append(answer)
+    duplicate, first = answers[1]  # the refusal is immediate, the call takes 1 s
+    assert (duplicate.error.code, duplicate.error.message) == (
+        "INVALID_ARGUMENT",
+        "call_id 1 is already in flight",
+    )
+    assert first.result.text == "slow\n\nExit code: 0"
+    assert answers[2][0].error.code == "INVALID_ARGUMENT"
+    assert answers[3][0].result.text == "slow\n\nExit code: 0"
+    assert answers[4][0].error.code == "RESOURCE_EXHAUSTED"
+    assert "read answers before sending more" in answers[4][0].error.message
+
+
+class _WithoutToolCalls(pb_grpc.SandboxServiceServicer):  # type: ignore[misc]
+    """A daemon from before ToolCalls: only unary CallTool."""
+
+    async def CallTool(
+        self, request: pb.CallToolRequest, context: grpc.aio.ServicerContext
+    ) -> pb.CallToolResponse:
+        return pb.CallToolResponse(text=f"unary {request.name}", fields_json="{}")
+
+
+async def test_falls_back_to_unary_calls_on_an_older_daemon(tmp_path: Path) -> None:
+    old = grpc.aio.server()
+    pb_grpc.add_SandboxServiceServicer_to_server(_WithoutToolCalls(), old)  # type: ignore[no-untyped-call]
+    old.add_insecure_port(f"unix://{tmp_path}/old.sock")
+    await old.start()
+    try:
+        async with GrpcSandboxFactory(f"unix://{tmp_path}/old.sock") as factory:
+            first = await factory.transport.call_tool("any", "read", {"file_path": "a"})
+            second = await factory.transport.call_tool("any", "glob", {"pattern": "*"})
+            assert (first.text, second.text) == ("unary read", "unary glob")
+            assert factory.transport._tool_stream_supported is False
+    finally:
+        await old.stop(None)
+
+
+@pytest.fixture
+async def tcp_server(tmp_path: Path) -> AsyncIterator[Server]:
+    settings = Settings(
+        backend="local",
+        local_root=tmp_path / "root",
+        socket=tmp_path / "t.sock",
+        tcp="127.0.0.1:0",
+        token="stream-token-0123456789abcdef",  # type: ignore[arg-type]
+    )
+    server = Server(settings)
+    await server.start()
+    yield server
+    await server.stop()
+
+
+async def test_the_stream_needs_the_token_on_tcp(tcp_server: Server) -> None:
+    target = f"127.0.0.1:{tcp_server.tcp_port}"
+    async with GrpcSandboxFactory(target, token="stream-token-0123456789abcdef") as factory:
+        sandbox = await factory.create_sandbox("tcp-stream")
+        result = await sandbox.call_tool("bash", {"command": "echo ok"})
+        assert result.text == "ok\n\nExit code: 0"
+        # Streaming RPCs carry the token too (each call kind has its own interceptor).
+        events = [event async for event in sandbox.exec_stream("echo streamed")]
+        assert events[0] == ExecOutput(stream="stdout", data=b"streamed\n")
+    async with GrpcSandboxFactory(target, token="wrong-token-0123456789abcdef") as factory:
+        with pytest.raises(Unauthenticated):
+            await factory.transport.call_tool("tcp-stream", "read", {"file_path": "a"})

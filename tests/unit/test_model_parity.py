@@ -1,0 +1,169 @@
+"""One field list per shape: the models (sandboxd.models) against the proto's
+descriptors and the HTTP API's JSON schemas. A field added on one side only
+fails here; each shape also survives a round trip through convert.py."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from sandboxd import models
+from sandboxd.executor.wire import BASE64_SUFFIX
+from sandboxd.grpc import convert
+from sandboxd.http import schemas
+from sandboxd.v1 import sandbox_pb2 as pb
+
+# model, message, {model field: proto field} where the names differ, proto-only fields.
+PROTO_PAIRS: list[tuple[type, Any, dict[str, str], set[str]]] = [
+    (models.SandboxOptions, pb.SandboxOptions, {}, set()),
+    (models.SandboxInfo, pb.SandboxInfo, {}, set()),
+    (models.FileInfo, pb.FileInfo, {}, set()),
+    (models.ReadFileResult, pb.ReadFileResponse, {}, set()),
+    (models.WriteFileResult, pb.WriteFileResponse, {}, set()),
+    (models.ExistsResult, pb.ExistsResponse, {}, set()),
+    (models.ExecRequest, pb.ExecRequest, {}, {"instance_id"}),
+    (models.ExecResult, pb.ExecResponse, {}, set()),
+    (models.ExecExit, pb.ExecExit, {}, set()),
+    (models.PoolStatus, pb.PoolStatus, {}, set()),
+    (models.ServerStatus, pb.GetStatusResponse, {}, set()),
+    (models.SandboxToolResult, pb.CallToolResponse, {"fields": "fields_json"}, set()),
+    (models.ToolDescription, pb.ToolDescription, {"input_schema": "input_schema_json"}, set()),
+]
+
+
+def _model_fields(model: type) -> list[str]:
+    return [f.name for f in dataclasses.fields(model)]
+
+
+@pytest.mark.parametrize(
+    ("model", "message", "renamed", "proto_only"),
+    PROTO_PAIRS,
+    ids=[pair[0].__name__ for pair in PROTO_PAIRS],
+)
+def test_model_fields_match_the_proto(
+    model: type, message: Any, renamed: dict[str, str], proto_only: set[str]
+) -> None:
+    expected = {renamed.get(name, name) for name in _model_fields(model)}
+    assert set(message.DESCRIPTOR.fields_by_name) - proto_only == expected
+
+
+# Every field set to a non-default value, so a field convert.py forgets is lost.
+OPTIONS = models.SandboxOptions(
+    image="img:1",
+    env={"A": "1"},
+    workdir="/w",
+    memory_bytes=1 << 26,
+    cpus=1.5,
+    pids_limit=99,
+    network=True,
+    runtime=models.Runtime.RUNSC,
+    labels={"team": "a"},
+    idle_ttl_seconds=60,
+    disable_read_guard=True,
+)
+ROUND_TRIPS: list[tuple[object, Any, Any]] = [
+    (OPTIONS, convert.options_to_pb, convert.options_from_pb),
+    (
+        models.SandboxInfo("i-1", "running", "c1", "v1", OPTIONS, 123),
+        convert.info_to_pb,
+        convert.info_from_pb,
+    ),
+    (
+        models.FileInfo("/w/l", "l", models.FileType.SYMLINK, 5, 0o777, 9, "target"),
+        convert.file_info_to_pb,
+        convert.file_info_from_pb,
+    ),
+    (
+        models.ExistsResult(True, models.FileType.DIRECTORY),
+        convert.exists_to_pb,
+        convert.exists_from_pb,
+    ),
+    (
+        models.ExecRequest(shell="echo", cwd="/w", env={"B": "2"}, stdin=b"in", timeout_ms=5),
+        lambda r: convert.exec_request_to_pb("i-1", r),
+        convert.exec_request_from_pb,
+    ),
+    (
+        models.ExecRequest(argv=("ls", "-l")),
+        lambda r: convert.exec_request_to_pb("i-1", r),
+        convert.exec_request_from_pb,
+    ),
+    (
+        models.ExecResult(b"o", b"e", -9, True, 7, True, True),
+        convert.exec_result_to_pb,
+        convert.exec_result_from_pb,
+    ),
+    (
+        models.ServerStatus("1", "local", "ns", models.PoolStatus(1, 2, 3, 4)),
+        convert.status_to_pb,
+        convert.status_from_pb,
+    ),
+    (
+        [models.ToolDescription("t", "does t", {"type": "object", "properties": {}})],
+        convert.tool_descriptions_to_pb,
+        convert.tool_descriptions_from_pb,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("value", "to_pb", "from_pb"), ROUND_TRIPS, ids=[type(v[0]).__name__ for v in ROUND_TRIPS]
+)
+def test_convert_round_trips_every_field(value: object, to_pb: Any, from_pb: Any) -> None:
+    assert from_pb(to_pb(value)) == value
+
+
+def test_round_trip_values_set_every_field() -> None:
+    defaults = models.SandboxOptions()
+    unset = [
+        f.name
+        for f in dataclasses.fields(models.SandboxOptions)
+        if getattr(OPTIONS, f.name) == getattr(defaults, f.name)
+    ]
+    assert unset == []
+
+
+# model, HTTP schema, HTTP-only fields. Bytes fields are <name>_base64 (the one
+# base64 naming, shared with the executor's wire).
+HTTP_PAIRS: list[tuple[type, type[BaseModel], set[str]]] = [
+    (models.SandboxOptions, schemas.SandboxOptions, set()),
+    (models.SandboxInfo, schemas.Sandbox, set()),
+    (models.FileInfo, schemas.FileInfo, set()),
+    (models.ReadFileResult, schemas.ReadFileResponse, set()),
+    (models.WriteFileResult, schemas.WriteFileResponse, set()),
+    (models.ExistsResult, schemas.ExistsResponse, set()),
+    (models.ExecRequest, schemas.ExecRequest, set()),
+    (models.ExecResult, schemas.ExecResponse, set()),
+    (models.ExecExit, schemas.ExecExit, set()),
+    (models.PoolStatus, schemas.PoolStatus, set()),
+    (models.ServerStatus, schemas.ServerStatus, set()),
+    (models.SandboxToolResult, schemas.ToolCallResponse, set()),
+    (models.ToolDescription, schemas.ToolDescription, set()),
+]
+
+
+def _http_name(model: type, field: dataclasses.Field[Any]) -> str:
+    default = field.default if field.default is not dataclasses.MISSING else None
+    is_bytes = field.type in ("bytes", bytes) or isinstance(default, bytes)
+    return field.name + BASE64_SUFFIX if is_bytes else field.name
+
+
+@pytest.mark.parametrize(
+    ("model", "schema", "http_only"), HTTP_PAIRS, ids=[pair[0].__name__ for pair in HTTP_PAIRS]
+)
+def test_model_fields_match_the_http_schema(
+    model: type, schema: type[BaseModel], http_only: set[str]
+) -> None:
+    expected = {_http_name(model, f) for f in dataclasses.fields(model)}
+    assert set(schema.model_fields) - http_only == expected
+
+
+def test_every_base64_field_of_the_http_api_uses_the_one_suffix() -> None:
+    for name in dir(schemas):
+        schema = getattr(schemas, name)
+        if isinstance(schema, type) and issubclass(schema, BaseModel):
+            for field in schema.model_fields:
+                assert "b64" not in field or field.endswith(BASE64_SUFFIX), (name, field)

@@ -1,0 +1,143 @@
+"""The package boundary, checked in fresh interpreters: the contract layer and
+the client load nothing but the standard library, grpcio and protobuf; the
+executor bundle loads nothing but the standard library."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from sandboxd.contract import CONTRACT_DEPENDENCIES, CONTRACT_MODULES
+from sandboxd.executor import bundle
+
+# What a client imports: each must stay inside the contract layer.
+CLIENT_IMPORTS = [
+    *(f"import {module}" for module in CONTRACT_MODULES),
+    "import runtime_client",
+    "from runtime_client import GrpcSandboxFactory, LocalSandboxFactory, Sandbox",
+    "from runtime_client import SandboxOptions, FileInfo, ExecResult, NotFound, SandboxdError",
+    "from runtime_client import ToolSpec, to_openai_chat_tools, to_anthropic_tools",
+    "import runtime_client.errors, runtime_client.factories, runtime_client.grpc_transport",
+]
+
+# The runtime_client modules the client layer is made of (the rest need an extra).
+CLIENT_MODULES = {
+    "runtime_client",
+    "runtime_client._status",
+    "runtime_client.errors",
+    "runtime_client.factories",
+    "runtime_client.grpc_transport",
+    "runtime_client.sandbox",
+    "runtime_client.schema",
+    "runtime_client.tool_stream",
+    "runtime_client.transfer_io",
+    "runtime_client.transport",
+}
+
+_PROBE = """
+import json, sys
+# grpc and protobuf are the contract's dependencies: whatever they load is
+# theirs (grpc itself imports grpc_tools and friends when they are installed).
+import grpc, google.protobuf
+before = set(sys.modules)
+exec(sys.argv[1])
+print(json.dumps(sorted(set(sys.modules) - before)))
+"""
+
+
+def _loaded_by(statement: str) -> list[str]:
+    out = subprocess.run(
+        [sys.executable, "-I", "-c", _PROBE, statement],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    loaded: list[str] = json.loads(out)
+    return loaded
+
+
+def _outside_contract(modules: list[str]) -> list[str]:
+    allowed = set(CONTRACT_MODULES) | CLIENT_MODULES
+    return [
+        name
+        for name in modules
+        if name.split(".")[0] not in sys.stdlib_module_names
+        and name.split(".")[0] not in CONTRACT_DEPENDENCIES
+        and name not in allowed
+    ]
+
+
+@pytest.mark.parametrize("statement", CLIENT_IMPORTS)
+def test_client_imports_load_only_the_contract_layer(statement: str) -> None:
+    loaded = _loaded_by(statement)
+    assert _outside_contract(loaded) == []
+
+
+def test_the_probe_sees_a_module_outside_the_contract() -> None:
+    # The check above is not vacuous: the agent runtime needs pydantic.
+    loaded = _loaded_by("from runtime_client import define_tool")
+    assert "pydantic" in _outside_contract(loaded)
+    assert "runtime_client.tools" in _outside_contract(loaded)
+
+
+def test_import_runtime_client_loads_nothing_until_a_name_is_used() -> None:
+    loaded = _loaded_by("import runtime_client")
+    assert [m for m in loaded if m.split(".")[0] not in sys.stdlib_module_names] == [
+        "runtime_client"
+    ]
+
+
+_BUNDLE_PROBE = """
+import importlib.abc, importlib.util, json, sys
+mods = json.loads(sys.stdin.buffer.read())
+class Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def find_spec(self, name, path, target=None):
+        if name in mods:
+            return importlib.util.spec_from_loader(name, self, is_package=mods[name][0])
+    def create_module(self, spec):
+        return None
+    def exec_module(self, module):
+        exec(compile(mods[module.__name__][1], module.__name__, "exec"), module.__dict__)
+sys.meta_path.insert(0, Finder())
+for name in sorted(mods):
+    importlib.import_module(name)
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def test_executor_bundle_imports_only_the_standard_library() -> None:
+    # -I -S: no site-packages at all, as in a workspace image; every module of
+    # the bundle is imported, then nothing loaded may be outside the stdlib.
+    blob = bundle.bundle_payload().split(b"\n", 1)[1]
+    proc = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", _BUNDLE_PROBE],
+        input=blob,
+        capture_output=True,
+        check=True,
+    )
+    loaded = json.loads(proc.stdout)
+    shipped = set(json.loads(blob))
+    assert "sandboxd.executor.main" in loaded
+    outside = [
+        name
+        for name in loaded
+        if name.split(".")[0] not in sys.stdlib_module_names
+        and name not in shipped
+        and name != "__main__"
+    ]
+    assert outside == []
+
+
+def test_bundle_probe_fails_on_a_third_party_import() -> None:
+    # The same probe on a bundle that imports pydantic fails: -S hides site-packages.
+    blob = json.dumps({"sandboxd": [True, ""], "sandboxd.bad": [False, "import pydantic"]})
+    proc = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", _BUNDLE_PROBE],
+        input=blob.encode(),
+        capture_output=True,
+    )
+    assert proc.returncode != 0
+    assert b"No module named 'pydantic'" in proc.stderr
