@@ -24,12 +24,19 @@ import requests
 from docker.models.containers import Container
 from docker.types import LogConfig, Mount
 
-from sandboxd.backends import clone, disk, labels
+from sandboxd.backends import clone, disk, labels, runtimes
 from sandboxd.backends.docker_pool import WarmPool
 from sandboxd.backends.docker_workspace import DockerWorkspace
 from sandboxd.config import Settings
 from sandboxd.errors import AlreadyExists, InvalidArgument, SandboxUnavailable
-from sandboxd.models import ForkResult, PoolStatus, Runtime, SandboxInfo, SandboxOptions
+from sandboxd.models import (
+    ForkResult,
+    PoolStatus,
+    Runtime,
+    RuntimeInfo,
+    SandboxInfo,
+    SandboxOptions,
+)
 from sandboxd.options import check_same, effective, overridden
 from sandboxd.validation import unknown_instance
 
@@ -347,6 +354,16 @@ class DockerBackend:
             )
             self._workspaces[instance_id] = workspace
         return workspace
+
+    async def runtimes(self) -> list[RuntimeInfo]:
+        # Status must answer while the engine does not: then nothing is available.
+        try:
+            info = await _thread(self.client.info)
+        except SandboxUnavailable as exc:
+            log.warning("docker info failed: %s", exc)
+            return await runtimes.describe({})
+        engine = info.get("Runtimes") if isinstance(info, dict) else None
+        return await runtimes.describe(engine if isinstance(engine, dict) else {})
 
     def pool_status(self) -> PoolStatus:
         return PoolStatus(

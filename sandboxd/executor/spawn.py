@@ -2,12 +2,14 @@
 
 Every child (``exec``, the bash tool, background jobs, ripgrep) goes through
 ``spawn`` so that what a child may inherit — its session, its file
-descriptors, and later its identity — is decided once, not at each call site.
+descriptors, and its identity — is decided once, not at each call site.
 """
 
 from __future__ import annotations
 
+import fcntl
 import subprocess
+import termios
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
@@ -26,6 +28,7 @@ def spawn(
     stderr: Target = subprocess.PIPE,
     new_session: bool = True,
     pass_fds: Sequence[int] = (),
+    terminal: int | None = None,
 ) -> subprocess.Popen[bytes]:
     """Start ``argv``; a new session (its own process group) unless told otherwise.
 
@@ -34,7 +37,14 @@ def spawn(
     ``pass_fds``. Under privilege separation (``identity``) the child runs as
     the sandbox user with real, effective and saved ids all set, so it holds
     no capability and cannot signal or trace the executor.
+
+    ``terminal`` is the slave end of a pseudo-terminal: it becomes the
+    child's stdin, stdout, stderr and controlling terminal (so ``tty``,
+    job control and SIGWINCH work), in a session of its own.
     """
+    if terminal is not None:
+        stdin = stdout = stderr = terminal
+        new_session = True
     user = identity.active()
     if user is not None:
         # The fork copies this thread's credentials: it must already act as
@@ -53,4 +63,11 @@ def spawn(
         pass_fds=tuple(pass_fds),
         user=None if user is None else user.uid,
         group=None if user is None else user.gid,
+        preexec_fn=None if terminal is None else _take_terminal,
     )
+
+
+def _take_terminal() -> None:
+    # Runs in the child after setsid: fd 0 (the slave) becomes the
+    # session's controlling terminal.
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
