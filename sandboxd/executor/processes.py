@@ -41,7 +41,11 @@ from sandboxd.errors import (
     PermissionDenied,
     ResourceExhausted,
 )
+<<<<<<< HEAD
 from sandboxd.executor import identity
+=======
+from sandboxd.executor import logs
+>>>>>>> main
 from sandboxd.executor.spawn import spawn
 
 #: Recent output kept per process for re-attaching clients.
@@ -50,6 +54,9 @@ RING_BYTES = 1 << 20
 LOG_CAP_BYTES = 64 << 20
 #: Processes remembered per workspace (running ones are never forgotten).
 MAX_PROCESSES = 64
+#: Clients attached at once per workspace: each holds one of the executor's
+#: worker threads, which the other calls of the workspace need too.
+MAX_ATTACHED = 32
 #: Largest event sent to a client.
 CHUNK = 64 * 1024
 MAX_TERMINAL_SIZE = 10_000
@@ -105,12 +112,14 @@ class Process:
         *,
         master: int | None,
         log_path: str,
+        log_fd: int,
     ) -> None:
         self.handle = handle
         self.proc = proc
         self.command = command
         self.master = master
         self.log_path = log_path
+        self._log_fd = log_fd  # created by the executor (logs.create), written here only
         self.started = time.time()
         self.output = _Output()
         self.cond = threading.Condition()
@@ -140,11 +149,15 @@ class Process:
         sources = self._sources()
         exited_at: float | None = None
         try:
+<<<<<<< HEAD
             # The executor's own file (root's, 0644 in a container): the
             # workload may read its log but not rewrite it.
             with identity.as_executor():
                 fd = os.open(self.log_path, _LOG_FLAGS, 0o644)
             with open(fd, "wb") as log:
+=======
+            with open(self._log_fd, "wb") as log:
+>>>>>>> main
                 logged = 0
                 while sources:
                     if exited_at is None and self.proc.poll() is not None:
@@ -323,6 +336,24 @@ class Processes:
         self._procs: dict[str, Process] = {}
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
+        self._attached = 0
+
+    def attach(
+        self, handle: Any, offset: int | None, cancel: threading.Event, emit: Emit
+    ) -> dict[str, Any]:
+        process = self.get(handle)
+        with self._lock:
+            if self._attached >= MAX_ATTACHED:
+                raise ResourceExhausted(
+                    f"{MAX_ATTACHED} clients are attached to processes of this sandbox; "
+                    "detach some first"
+                )
+            self._attached += 1
+        try:
+            return process.attach(offset, cancel, emit)
+        finally:
+            with self._lock:
+                self._attached -= 1
 
     def start(
         self,
@@ -346,9 +377,14 @@ class Processes:
                 )
             self._forget_finished()
             handle = f"proc_{next(self._ids)}"
+<<<<<<< HEAD
         with identity.as_executor():
             os.makedirs(self.logs, mode=0o755, exist_ok=True)
+=======
+        logs.prepare(self.logs)
+>>>>>>> main
         log_path = os.path.join(self.logs, f"{handle}.log")
+        log_fd = logs.create(self.logs, f"{handle}.log")
         master: int | None = None
         slave: int | None = None
         try:
@@ -359,20 +395,22 @@ class Processes:
             else:
                 proc = spawn(command, cwd=cwd, env=env, stdin=subprocess.PIPE)
         except FileNotFoundError as exc:
-            _close(master)
+            _close(master, log_fd)
             raise NotFound(f"program not found: {command[0]}") from exc
         except PermissionError as exc:
-            _close(master)
+            _close(master, log_fd)
             raise PermissionDenied(f"program not executable: {command[0]}") from exc
         except BlockingIOError as exc:
-            _close(master)
+            _close(master, log_fd)
             raise ResourceExhausted(
                 "cannot start a process: the sandbox reached its pids limit; stop some "
                 "processes or restart the sandbox"
             ) from exc
         finally:
             _close(slave)
-        process = Process(handle, proc, list(command), master=master, log_path=log_path)
+        process = Process(
+            handle, proc, list(command), master=master, log_path=log_path, log_fd=log_fd
+        )
         with self._lock:
             self._procs[handle] = process
         return process.info()
@@ -406,10 +444,11 @@ class Processes:
             process.stop()
 
 
-def _close(fd: int | None) -> None:
-    if fd is not None:
-        with contextlib.suppress(OSError):
-            os.close(fd)
+def _close(*fds: int | None) -> None:
+    for fd in fds:
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
 def check_signal(number: Any) -> int:

@@ -27,8 +27,13 @@ def spawn(
     stdout: Target = subprocess.PIPE,
     stderr: Target = subprocess.PIPE,
     new_session: bool = True,
+<<<<<<< HEAD
     pass_fds: Sequence[int] = (),
     terminal: int | None = None,
+=======
+    terminal: int | None = None,
+    pass_fds: Sequence[int] = (),
+>>>>>>> main
 ) -> subprocess.Popen[bytes]:
     """Start ``argv``; a new session (its own process group) unless told otherwise.
 
@@ -60,10 +65,17 @@ def spawn(
         stderr=stderr,
         start_new_session=new_session,
         close_fds=True,
+<<<<<<< HEAD
         pass_fds=tuple(pass_fds),
         user=None if user is None else user.uid,
         group=None if user is None else user.gid,
         preexec_fn=None if terminal is None else _take_terminal,
+=======
+        preexec_fn=None if terminal is None else _take_terminal,
+        pass_fds=tuple(pass_fds),
+        user=None if user is None else user.uid,
+        group=None if user is None else user.gid,
+>>>>>>> main
     )
 
 

@@ -38,7 +38,7 @@ import subprocess
 import threading
 import time
 
-from .. import identity
+from .. import logs
 from ..spawn import spawn
 from .args import Param, ToolSpec, get_bool, get_int, get_opt_str, get_str, parse
 from .jobs import Job, Jobs
@@ -212,26 +212,7 @@ class Shell:
         self._prepare()
 
     def _prepare(self) -> None:
-        # The executor's own folder (root-owned 0755 in a container): the
-        # model reads the logs, the workload cannot write or remove them.
-        with identity.as_executor():
-            os.makedirs(self.logs, mode=0o755, exist_ok=True)
-
-    def _open_log(self, name: str) -> int:
-        """Create a fresh log the sandbox user may read but not write."""
-        path = os.path.join(self.logs, name)
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-        with identity.as_executor():
-            try:
-                return os.open(path, flags, 0o644)
-            except FileExistsError:
-                # Left by an earlier executor on the same state folder (local backend).
-                os.unlink(path)
-                return os.open(path, flags, 0o644)
-
-    def _remove_log(self, path: str) -> None:
-        with identity.as_executor(), contextlib.suppress(OSError):
-            os.unlink(path)
+        logs.prepare(self.logs)
 
     def _start_dir(self, directory: str) -> tuple[str, str]:
         """Where the next call starts, and a note when the saved folder is gone."""
@@ -296,7 +277,7 @@ class Shell:
         cwd, note_gone = self._start_dir(directory)
         state_fd = os.memfd_create("bash-state", os.MFD_CLOEXEC)
         try:
-            with open(self._open_log(name), "wb") as log:
+            with open(logs.create(self.logs, name), "wb") as log:
                 capture = Capture(log, LOG_CAP_BYTES)
                 if note_gone:
                     capture.add(cleaner.feed(note_gone.encode()))
@@ -422,7 +403,7 @@ class Shell:
             text, _ = capture.render(room - len(notice) - 1)
             lines.append(notice)
         else:
-            self._remove_log(log_path)
+            logs.remove(log_path)
         lines.insert(0, text or "(no output)")
         return ToolResult(
             "\n".join(lines),
@@ -447,7 +428,7 @@ class Shell:
         log_path = os.path.join(self.logs, name)
         started = time.monotonic()
         cwd, note_gone = self._start_dir(directory)
-        with open(self._open_log(name), "wb") as log:
+        with open(logs.create(self.logs, name), "wb") as log:
             if note_gone:
                 log.write(note_gone.encode())
                 log.flush()
