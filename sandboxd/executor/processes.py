@@ -41,11 +41,7 @@ from sandboxd.errors import (
     PermissionDenied,
     ResourceExhausted,
 )
-<<<<<<< HEAD
-from sandboxd.executor import identity
-=======
 from sandboxd.executor import logs
->>>>>>> main
 from sandboxd.executor.spawn import spawn
 
 #: Recent output kept per process for re-attaching clients.
@@ -64,8 +60,6 @@ MAX_TERMINAL_SIZE = 10_000
 DRAIN_AFTER_EXIT_S = 0.2
 _STDIN_WAIT_S = 5.0
 _POLL_S = 0.1
-#: A log from an earlier process of the same name is replaced, never followed.
-_LOG_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
 
 Emit = Callable[[dict[str, Any]], None]
 
@@ -149,15 +143,7 @@ class Process:
         sources = self._sources()
         exited_at: float | None = None
         try:
-<<<<<<< HEAD
-            # The executor's own file (root's, 0644 in a container): the
-            # workload may read its log but not rewrite it.
-            with identity.as_executor():
-                fd = os.open(self.log_path, _LOG_FLAGS, 0o644)
-            with open(fd, "wb") as log:
-=======
             with open(self._log_fd, "wb") as log:
->>>>>>> main
                 logged = 0
                 while sources:
                     if exited_at is None and self.proc.poll() is not None:
@@ -377,12 +363,7 @@ class Processes:
                 )
             self._forget_finished()
             handle = f"proc_{next(self._ids)}"
-<<<<<<< HEAD
-        with identity.as_executor():
-            os.makedirs(self.logs, mode=0o755, exist_ok=True)
-=======
         logs.prepare(self.logs)
->>>>>>> main
         log_path = os.path.join(self.logs, f"{handle}.log")
         log_fd = logs.create(self.logs, f"{handle}.log")
         master: int | None = None

@@ -2,7 +2,7 @@
 
 Every child (``exec``, the bash tool, background jobs, ripgrep) goes through
 ``spawn`` so that what a child may inherit — its session, its file
-descriptors, and its identity — is decided once, not at each call site.
+descriptors, and later its identity — is decided once, not at each call site.
 """
 
 from __future__ import annotations
@@ -27,13 +27,8 @@ def spawn(
     stdout: Target = subprocess.PIPE,
     stderr: Target = subprocess.PIPE,
     new_session: bool = True,
-<<<<<<< HEAD
-    pass_fds: Sequence[int] = (),
-    terminal: int | None = None,
-=======
     terminal: int | None = None,
     pass_fds: Sequence[int] = (),
->>>>>>> main
 ) -> subprocess.Popen[bytes]:
     """Start ``argv``; a new session (its own process group) unless told otherwise.
 
@@ -65,17 +60,10 @@ def spawn(
         stderr=stderr,
         start_new_session=new_session,
         close_fds=True,
-<<<<<<< HEAD
-        pass_fds=tuple(pass_fds),
-        user=None if user is None else user.uid,
-        group=None if user is None else user.gid,
-        preexec_fn=None if terminal is None else _take_terminal,
-=======
         preexec_fn=None if terminal is None else _take_terminal,
         pass_fds=tuple(pass_fds),
         user=None if user is None else user.uid,
         group=None if user is None else user.gid,
->>>>>>> main
     )
 
 
