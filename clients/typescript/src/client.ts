@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 
-import { abortError, mapError, NotFound, SandboxGone } from './errors.js';
+import { abortError, mapError, NotFound, SandboxGone, SandboxUnavailable } from './errors.js';
 import { StreamUnsupported, ToolCallStream, type RawCallToolRequest, type RawCallToolResponse } from './tool-stream.js';
 
 export interface ClientOptions {
@@ -141,6 +141,11 @@ type Unary = (
   options: grpc.CallOptions,
   callback: (error: grpc.ServiceError | null, response: unknown) => void,
 ) => grpc.ClientUnaryCall;
+type ClientStream = (
+  metadata: grpc.Metadata,
+  options: grpc.CallOptions,
+  callback: (error: grpc.ServiceError | null, response: unknown) => void,
+) => grpc.ClientWritableStream<object>;
 type ServerStream = (
   request: object,
   metadata: grpc.Metadata,
@@ -363,6 +368,20 @@ export class SandboxdClient {
     return this.unary('GetStatus', {}, call);
   }
 
+  /** The tools' contract: name, description and JSON schema of each tool. */
+  async listTools(call?: CallOptions): Promise<{ name: string; description: string; inputSchema: Record<string, unknown> }[]> {
+    const response = await this.unary<{ tools: { name: string; description: string; inputSchemaJson: string }[] }>(
+      'ListTools',
+      {},
+      call,
+    );
+    return response.tools.map((tool) => ({
+      name: tool.name,
+      description: tool.description,
+      inputSchema: JSON.parse(tool.inputSchemaJson) as Record<string, unknown>,
+    }));
+  }
+
   // ------------------------------------------------------------ files
 
   readFile(
@@ -460,6 +479,98 @@ export class SandboxdClient {
     return response.removed;
   }
 
+  // ------------------------------------------------------------ transfers
+
+  /**
+   * Write a file of any size over the Upload stream (in `chunkBytes` pieces);
+   * replaced atomically when the stream completes.
+   */
+  upload(
+    instanceId: string,
+    path: string,
+    data: Uint8Array | string,
+    options: CallOptions & { createParents?: boolean; expectedSha256?: string; mode?: number; chunkBytes?: number } = {},
+  ): Promise<{ size: number; sha256: string; created: boolean }> {
+    const { signal } = options;
+    if (signal?.aborted) return Promise.reject(abortError(signal));
+    const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : Buffer.from(data);
+    const chunk = options.chunkBytes ?? TRANSFER_CHUNK_BYTES;
+    const fn = (this.client as unknown as Record<string, ClientStream>)['Upload'];
+    if (fn === undefined) throw new Error('no RPC Upload');
+    const attempt = new Promise<{ size: number; sha256: string; created: boolean }>((resolve, reject) => {
+      const call = fn.call(this.client, this.metadata(), {}, (error, response) => {
+        signal?.removeEventListener('abort', onAbort);
+        if (error) reject(signal?.aborted ? abortError(signal) : mapError(error));
+        else resolve(response as { size: number; sha256: string; created: boolean });
+      });
+      const onAbort = (): void => call.cancel();
+      signal?.addEventListener('abort', onAbort, { once: true });
+      call.write({
+        header: {
+          instanceId,
+          path,
+          createParents: options.createParents ?? false,
+          ...(options.expectedSha256 === undefined ? {} : { expectedSha256: options.expectedSha256 }),
+          ...(options.mode === undefined ? {} : { mode: options.mode }),
+        },
+      });
+      void (async () => {
+        for (let offset = 0; offset < bytes.length; offset += chunk) {
+          // Respect the stream's flow control: wait for drain when the buffer is full.
+          if (!call.write({ data: bytes.subarray(offset, offset + chunk) })) {
+            await new Promise((r) => call.once('drain', r));
+          }
+        }
+        call.end();
+      })().catch(reject);
+    });
+    return attempt.catch(async (error: unknown) => {
+      throw await this.gone(instanceId, error);
+    });
+  }
+
+  /** A file (or `offset`/`length` of it) of any size over the Download stream. */
+  async download(
+    instanceId: string,
+    path: string,
+    options: CallOptions & { offset?: number; length?: number } = {},
+  ): Promise<Buffer> {
+    const { signal } = options;
+    if (signal?.aborted) throw abortError(signal);
+    const fn = (this.client as unknown as Record<string, ServerStream>)['Download'];
+    if (fn === undefined) throw new Error('no RPC Download');
+    const call = fn.call(
+      this.client,
+      {
+        instanceId,
+        path,
+        offset: options.offset ?? 0,
+        ...(options.length === undefined ? {} : { length: options.length }),
+      },
+      this.metadata(),
+    );
+    const onAbort = (): void => call.cancel();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    const parts: Buffer[] = [];
+    let done: { size: number } | undefined;
+    try {
+      for await (const raw of call as AsyncIterable<{ part: 'data' | 'done'; data: Buffer; done: { size: number } | null }>) {
+        if (raw.part === 'data') parts.push(raw.data);
+        else if (raw.part === 'done' && raw.done) done = raw.done;
+      }
+    } catch (error) {
+      if (signal?.aborted) throw abortError(signal);
+      throw await this.gone(instanceId, mapError(error));
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+    }
+    const data = Buffer.concat(parts);
+    if (done === undefined || done.size !== data.length) {
+      throw new SandboxUnavailable(`download of ${path} ended early (${data.length} bytes received)`);
+    }
+    return data;
+  }
+
   // ------------------------------------------------------------ exec
 
   async exec(instanceId: string, request: ExecRequest, options?: CallOptions): Promise<ExecResult> {
@@ -533,6 +644,8 @@ interface RawExecEvent {
 
 /** Bytes per ReadFile page / WriteFile part: well under the 16 MiB default payload limit. */
 export const DEFAULT_CHUNK_BYTES = 4 * 1024 * 1024;
+/** Bytes per Upload message (the daemon re-chunks to 1 MiB inside). */
+export const TRANSFER_CHUNK_BYTES = 1024 * 1024;
 
 const shared = new Map<string, SandboxdClient>();
 

@@ -1,8 +1,9 @@
 /**
  * `sandboxdFactory`: a Flue `SandboxFactory` backed by sandboxd.
  *
- * - `mode: 'tools'` (default): the model gets sandboxd's six tools (read,
- *   write, edit, bash, grep, glob) with sandboxd's own model-facing text;
+ * - `mode: 'tools'` (default): the model gets sandboxd's tools (read,
+ *   write, edit, bash, grep, glob, bash_output, kill_shell: what ListTools
+ *   names) with sandboxd's own model-facing text;
  *   a call carries the folder Flue asked for (`useSandbox(f, {cwd})`) when
  *   it is not the workspace itself.
  * - `mode: 'driver'`: Flue's built-in tools run on sandboxd's low-level verbs
@@ -18,7 +19,7 @@ import { sandboxFromDriver } from '@flue/runtime';
 import type { FileStat, Sandbox, SandboxDriver, SandboxFactory, ShellResult } from '@flue/runtime';
 
 import { DEFAULT_CHUNK_BYTES, sharedClient, type ClientOptions, type SandboxdClient, type SandboxOptions } from './client.js';
-import { NotFound } from './errors.js';
+import { NotFound, SandboxdError } from './errors.js';
 import { TOOL_SPECS } from './generated/tools.js';
 import { instanceIdFor, sandboxCallId } from './ids.js';
 import type { ToolSpec } from './toolspec.js';
@@ -26,7 +27,7 @@ import type { ToolSpec } from './toolspec.js';
 type AgentTool = ReturnType<NonNullable<SandboxFactory['tools']>>[number];
 
 export interface SandboxdFactoryOptions extends ClientOptions {
-  /** 'tools' (sandboxd's six tools, default) or 'driver' (Flue's tools on sandboxd's verbs). */
+  /** 'tools' (sandboxd's tools, default) or 'driver' (Flue's tools on sandboxd's verbs). */
   mode?: 'tools' | 'driver';
   /** Options for the workspaces this factory creates (image, limits, env, labels...). */
   sandbox?: SandboxOptions;
@@ -39,7 +40,12 @@ export interface SandboxdFactoryOptions extends ClientOptions {
    * limit is refused with a clear InvalidArgument.
    */
   maxExecTimeoutMs?: number;
-  /** Bytes per ReadFile page / WriteFile part (keep under SANDBOXD_MAX_PAYLOAD_BYTES). */
+  /**
+   * Files up to this size go in one ReadFile / WriteFile call; bigger ones use
+   * the Download / Upload streams (or, on a daemon without them, ReadFile
+   * pages and WriteFile parts of this size). Keep it under
+   * SANDBOXD_MAX_PAYLOAD_BYTES.
+   */
   chunkBytes?: number;
   /** Mixed into every tool_call_id (see `sandboxCallId`); empty by default. */
   runId?: string;
@@ -80,6 +86,10 @@ async function bindingOf(sandbox: Sandbox): Promise<Binding> {
   return found;
 }
 
+function unimplemented(error: unknown): boolean {
+  return error instanceof SandboxdError && error.status === 'UNIMPLEMENTED';
+}
+
 function encode(content: string | Uint8Array): Buffer {
   return typeof content === 'string' ? Buffer.from(content, 'utf8') : Buffer.from(content);
 }
@@ -90,14 +100,38 @@ export function sandboxdDriver(binding: Binding, options: SandboxdFactoryOptions
   const chunk = options.chunkBytes ?? DEFAULT_CHUNK_BYTES;
   const maxTimeout = options.maxExecTimeoutMs ?? 3_600_000;
 
+  async function readBytes(path: string): Promise<Buffer> {
+    // One ReadFile answers most files; the rest of a bigger one streams.
+    const first = await client.readFile(instanceId, path, { length: chunk });
+    if (first.eof) return first.data;
+    try {
+      const rest = await client.download(instanceId, path, { offset: first.data.length });
+      return Buffer.concat([first.data, rest]);
+    } catch (error) {
+      if (!unimplemented(error)) throw error;
+      // A daemon without Download: page with ReadFile.
+      return client.readAll(instanceId, path, { chunkBytes: chunk });
+    }
+  }
+
   async function writeFile(path: string, content: string | Uint8Array): Promise<void> {
     const data = encode(content);
     if (data.length <= chunk) {
       await client.writeFile(instanceId, path, data);
       return;
     }
-    // Over one call's payload: parts beside the target, joined in the
+    try {
+      await client.upload(instanceId, path, data);
+      return;
+    } catch (error) {
+      if (!unimplemented(error)) throw error;
+    }
+    // A daemon without Upload: parts beside the target, joined in the
     // sandbox by one `cat`, then renamed over it (readers never see half).
+    await writeInParts(path, data);
+  }
+
+  async function writeInParts(path: string, data: Buffer): Promise<void> {
     const base = `${path}.sandboxd-part-${randomUUID().slice(0, 8)}`;
     const parts: string[] = [];
     try {
@@ -119,10 +153,10 @@ export function sandboxdDriver(binding: Binding, options: SandboxdFactoryOptions
 
   return {
     async readFile(path) {
-      return (await client.readAll(instanceId, path, { chunkBytes: chunk })).toString('utf8');
+      return (await readBytes(path)).toString('utf8');
     },
     async readFileBuffer(path) {
-      return new Uint8Array(await client.readAll(instanceId, path, { chunkBytes: chunk }));
+      return new Uint8Array(await readBytes(path));
     },
     writeFile,
     async stat(path): Promise<FileStat> {
@@ -215,9 +249,40 @@ export class ToolFailed extends Error {
   }
 }
 
-/** sandboxd's six tools for one (possibly cwd-scoped) Flue sandbox. */
-export function sandboxdTools(sandbox: Sandbox): AgentTool[] {
-  return TOOL_SPECS.map((spec): AgentTool => ({
+// The daemon's own tool contract (ListTools), per client: fetched while
+// Flue awaits createSandbox, because tools() must answer synchronously.
+const contracts = new WeakMap<SandboxdClient, Promise<readonly ToolSpec[]>>();
+const loaded = new WeakMap<SandboxdClient, readonly ToolSpec[]>();
+
+function contractOf(client: SandboxdClient): Promise<readonly ToolSpec[]> {
+  let found = contracts.get(client);
+  if (found === undefined) {
+    found = (async () => {
+      const aliases = new Map(TOOL_SPECS.map((spec) => [spec.name, spec.aliases]));
+      try {
+        const listed = await client.listTools();
+        return listed.map((tool) => {
+          // Unknown keys must reach sandboxd, whose answer names the valid ones.
+          const { additionalProperties: _, ...parameters } = tool.inputSchema;
+          return { name: tool.name, description: tool.description, parameters, aliases: aliases.get(tool.name) ?? {} };
+        });
+      } catch (error) {
+        if (!unimplemented(error)) throw error;
+        return TOOL_SPECS; // an older daemon: the contract generated at build time
+      }
+    })();
+    found.then(
+      (specs) => loaded.set(client, specs),
+      () => contracts.delete(client),
+    );
+    contracts.set(client, found);
+  }
+  return found;
+}
+
+/** sandboxd's tools for one (possibly cwd-scoped) Flue sandbox. */
+export function sandboxdTools(sandbox: Sandbox, specs: readonly ToolSpec[] = TOOL_SPECS): AgentTool[] {
+  return specs.map((spec): AgentTool => ({
     name: spec.name,
     label: spec.name,
     description: spec.description,
@@ -252,6 +317,7 @@ export function sandboxdFactory(options: SandboxdFactoryOptions = {}): SandboxFa
     async createSandbox({ id }) {
       const instanceId = instanceIdFor(id, options.instancePrefix);
       await client.createSandbox(instanceId, options.sandbox);
+      if (mode === 'tools') await contractOf(client);
       // The workdir's real path (the local backend's is a host folder),
       // asked once: Flue calls createSandbox for every message.
       const key = `${client.target}\u0000${instanceId}`;
@@ -267,7 +333,7 @@ export function sandboxdFactory(options: SandboxdFactoryOptions = {}): SandboxFa
   };
   if (mode === 'tools') {
     // Flue stores this and calls it unbound: no `this` here.
-    factory.tools = (sandbox) => sandboxdTools(sandbox);
+    factory.tools = (sandbox) => sandboxdTools(sandbox, loaded.get(client) ?? TOOL_SPECS);
   }
   return factory;
 }

@@ -86,6 +86,18 @@ for (const backend of backends()) {
       assert.ok(whole.equals(big));
     });
 
+    test('upload and download move files over the payload limit', async () => {
+      const big = Buffer.alloc(3 * 1024 * 1024 + 7);
+      for (let i = 0; i < big.length; i++) big[i] = (i * 31) & 0xff;
+      const up = await client.upload('c1', 'up/big.bin', big, { createParents: true, chunkBytes: 32 * 1024 });
+      assert.equal(up.size, big.length);
+      assert.equal(up.created, true);
+      assert.ok((await client.download('c1', 'up/big.bin')).equals(big));
+      assert.ok((await client.download('c1', 'up/big.bin', { offset: 10, length: 100 })).equals(big.subarray(10, 110)));
+      await assert.rejects(client.download('c1', 'up/none.bin'), NotFound);
+      await assert.rejects(client.upload('c1', 'no/parent/x', 'x'), (e: unknown) => e instanceof Error && !(e instanceof SandboxGone));
+    });
+
     test('exec and execStream', async () => {
       const result = await client.exec('c1', { shell: 'echo out; echo err >&2; exit 3' });
       assert.equal(result.stdout.toString(), 'out\n');

@@ -39,7 +39,7 @@ function DriverAgent(): string {
 function SmallPartsAgent(): string {
   useModel('faux/faux-1');
   useSandbox(sandboxdFactory({ target, mode: 'driver', chunkBytes: 64 * 1024 }));
-  return 'Test agent whose files go in 64 KiB parts.';
+  return 'Test agent whose files over 64 KiB stream.';
 }
 function ToolsInFolderAgent(): string {
   useModel('faux/faux-1');
@@ -57,6 +57,7 @@ type Call = [string, Record<string, unknown>];
 interface Seen {
   results: ToolResultMessage[];
   toolNames: string[];
+  tools: Context['tools'];
 }
 
 /** One dispatch: the model makes `batches` of tool calls, then says "done". */
@@ -78,7 +79,7 @@ async function session(agent: Agent, id: string, batches: Call[][]): Promise<See
   const count = batches.reduce((n, b) => n + b.length, 0);
   const results = seen.messages.filter((m): m is ToolResultMessage => m.role === 'toolResult').slice(-count);
   assert.equal(results.length, count);
-  return { results, toolNames: (seen.tools ?? []).map((t) => t.name) };
+  return { results, toolNames: (seen.tools ?? []).map((t) => t.name), tools: seen.tools };
 }
 
 function text(result: ToolResultMessage): string {
@@ -125,7 +126,8 @@ for (const backend of backends()) {
     ] as const) {
       test(`${mode} mode: the six tools, a custom tool and errors through the agent loop`, async () => {
         const id = `${mode}-${backend}-a`;
-        const { results, toolNames } = await session(agent, id, SCRIPT);
+        const seen = await session(agent, id, SCRIPT);
+        const { results, toolNames } = seen;
         for (const name of ['read', 'write', 'edit', 'bash', 'grep', 'glob', 'stamp']) {
           assert.ok(toolNames.includes(name), `${name} not offered`);
         }
@@ -145,7 +147,15 @@ for (const backend of backends()) {
         const onDisk = await client.readFile(sandboxdInstanceId(id), 'src/deep/app.txt');
         assert.equal(onDisk.data.toString(), 'alpha\ngamma\n');
         if (mode === 'tools') {
-          // The model-facing text is sandboxd's own.
+          // What the model is told is the daemon's contract (ListTools)...
+          for (const listed of await client.listTools()) {
+            const offered = seen.tools?.find((t) => t.name === listed.name);
+            assert.ok(offered, `${listed.name} not offered`);
+            assert.equal(offered.description, listed.description);
+            const { additionalProperties: _, ...schema } = listed.inputSchema;
+            assert.deepEqual(offered.parameters, schema);
+          }
+          // ...and the model-facing text is sandboxd's own.
           assert.equal(text(read!), '     1\talpha\n     2\tbeta');
           assert.match(text(missing!), /^Error: /);
         }
@@ -255,7 +265,7 @@ for (const backend of backends()) {
       });
     }
 
-    test('driver mode: exec timeouts surface as exit 124; big files go in parts', async () => {
+    test('driver mode: exec timeouts surface as exit 124; big files stream both ways', async () => {
       const id = `driver-${backend}-t`;
       const { results } = await session(DriverAgent, id, [[['bash', { command: 'sleep 5', timeout: 1 }]]]);
       assert.match(text(results[0]!), /124/);
@@ -267,7 +277,10 @@ for (const backend of backends()) {
       assert.equal(big[0]?.isError, false, text(big[0]!));
       const whole = await client.readAll(sandboxdInstanceId(id), 'big.txt');
       assert.equal(whole.toString(), content);
-      assert.doesNotMatch(text(big[1]!), /sandboxd-part/); // the parts are gone
+      assert.doesNotMatch(text(big[1]!), /sandboxd-part/);
+      const { results: back } = await session(SmallPartsAgent, id, [[['read', { path: 'big.txt', limit: 1 }]]]);
+      assert.equal(back[0]?.isError, false, text(back[0]!));
+      assert.match(text(back[0]!), /^y{1000}/);
     });
   });
 }

@@ -195,6 +195,22 @@ def _check_timeout(timeout: int) -> None:
         )
 
 
+#: Reads of at most 64 KiB when taking what is left in the pipe after exit.
+_FINAL_READS = 64
+
+
+def _read_ready(fd: int, capture: Capture, cleaner: Cleaner) -> None:
+    """Take the output already waiting in the pipe, without waiting for more."""
+    for _ in range(_FINAL_READS):
+        ready, _, _ = select.select([fd], [], [], 0)
+        if not ready:
+            return
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            return
+        capture.add(cleaner.feed(chunk))
+
+
 class Shell:
     """The bash state of one instance: cwd/env (in memory), call counter, jobs."""
 
@@ -336,6 +352,11 @@ class Shell:
                     exited_at = exited_at or now
                     # Background children may hold the pipe open forever.
                     if eof or now - last_data > DRAIN_IDLE or now - exited_at > DRAIN_MAX:
+                        # What the shell wrote before it exited is in the pipe
+                        # already: take it (a slow start under load must not
+                        # lose a command's last output).
+                        if not eof:
+                            _read_ready(fd, capture, cleaner)
                         break
                 if eof:
                     # The shell closed its output but runs on: keep
