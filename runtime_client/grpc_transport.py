@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Mapping
 from typing import Any
 
 import grpc
@@ -12,17 +13,21 @@ from runtime_client._status import mapped, mapped_stream
 from runtime_client.tool_stream import StreamUnsupported, ToolCallStream
 from sandboxd.grpc import convert
 from sandboxd.models import (
+    DownloadDone,
     ExecEvent,
     ExecRequest,
     ExecResult,
     ExistsResult,
     FileInfo,
+    ForkResult,
     ReadFileResult,
     SandboxInfo,
     SandboxOptions,
     SandboxToolResult,
     ServerStatus,
     ToolDescription,
+    TreeDownloadDone,
+    TreeUploadResult,
     WriteFileResult,
 )
 from sandboxd.v1 import sandbox_pb2 as pb
@@ -54,6 +59,13 @@ class _UnaryStreamToken(_BearerToken, grpc.aio.UnaryStreamClientInterceptor):  #
         return await continuation(self._with_token(details), request)
 
 
+class _StreamUnaryToken(_BearerToken, grpc.aio.StreamUnaryClientInterceptor):  # type: ignore[misc]
+    async def intercept_stream_unary(
+        self, continuation: Any, details: Any, request_iterator: Any
+    ) -> Any:
+        return await continuation(self._with_token(details), request_iterator)
+
+
 class _StreamStreamToken(_BearerToken, grpc.aio.StreamStreamClientInterceptor):  # type: ignore[misc]
     async def intercept_stream_stream(
         self, continuation: Any, details: Any, request_iterator: Any
@@ -62,7 +74,10 @@ class _StreamStreamToken(_BearerToken, grpc.aio.StreamStreamClientInterceptor): 
 
 
 def _token_interceptors(token: str) -> list[Any]:
-    return [_UnaryUnaryToken(token), _UnaryStreamToken(token), _StreamStreamToken(token)]
+    return [
+        kind(token) for kind in (_UnaryUnaryToken, _UnaryStreamToken, _StreamUnaryToken,
+                                 _StreamStreamToken)
+    ]  # fmt: skip
 
 
 class GrpcTransport:
@@ -262,3 +277,128 @@ class GrpcTransport:
                 self._tool_stream_supported = False
         reply: pb.CallToolResponse = await self.stub.CallTool(request)
         return reply
+
+    # ------------------------------------------------------------ transfers
+
+    @mapped
+    async def upload_file(
+        self,
+        instance_id: str,
+        path: str,
+        chunks: AsyncIterable[bytes],
+        *,
+        create_parents: bool = False,
+        expected_sha256: str | None = None,
+        mode: int | None = None,
+    ) -> WriteFileResult:
+        header = pb.UploadHeader(instance_id=instance_id, path=path, create_parents=create_parents)
+        if expected_sha256 is not None:
+            header.expected_sha256 = expected_sha256
+        if mode is not None:
+            header.mode = mode
+
+        def message(chunk: bytes) -> pb.UploadRequest:
+            return pb.UploadRequest(data=chunk)
+
+        reply = await _client_stream(
+            self.stub.Upload, pb.UploadRequest(header=header), chunks, message
+        )
+        return WriteFileResult(size=reply.size, sha256=reply.sha256, created=reply.created)
+
+    @mapped_stream
+    async def download_file(
+        self, instance_id: str, path: str, offset: int = 0, length: int | None = None
+    ) -> AsyncIterator[bytes | DownloadDone]:
+        request = pb.DownloadRequest(instance_id=instance_id, path=path, offset=offset)
+        if length is not None:
+            request.length = length
+        call = self.stub.Download(request)
+        try:
+            async for message in call:
+                if message.WhichOneof("part") == "done":
+                    done = message.done
+                    yield DownloadDone(size=done.size, sha256=done.sha256, file_size=done.file_size)
+                else:
+                    yield message.data
+        finally:
+            call.cancel()
+
+    @mapped
+    async def upload_tree(
+        self, instance_id: str, path: str, chunks: AsyncIterable[bytes]
+    ) -> TreeUploadResult:
+        def message(chunk: bytes) -> pb.UploadTreeRequest:
+            return pb.UploadTreeRequest(data=chunk)
+
+        reply = await _client_stream(
+            self.stub.UploadTree,
+            pb.UploadTreeRequest(header=pb.UploadTreeHeader(instance_id=instance_id, path=path)),
+            chunks,
+            message,
+        )
+        return TreeUploadResult(
+            files=reply.files,
+            directories=reply.directories,
+            symlinks=reply.symlinks,
+            bytes=reply.bytes,
+        )
+
+    @mapped_stream
+    async def download_tree(
+        self, instance_id: str, path: str, *, gitignore: bool = False
+    ) -> AsyncIterator[bytes | TreeDownloadDone]:
+        call = self.stub.DownloadTree(
+            pb.DownloadTreeRequest(instance_id=instance_id, path=path, gitignore=gitignore)
+        )
+        try:
+            async for message in call:
+                if message.WhichOneof("part") == "done":
+                    done = message.done
+                    yield TreeDownloadDone(
+                        entries=done.entries, bytes=done.bytes, skipped=done.skipped
+                    )
+                else:
+                    yield message.data
+        finally:
+            call.cancel()
+
+    @mapped
+    async def fork_sandbox(
+        self, source_id: str, new_id: str, options: SandboxOptions | None = None
+    ) -> ForkResult:
+        reply = await self.stub.ForkSandbox(
+            pb.ForkSandboxRequest(
+                source_id=source_id,
+                new_id=new_id,
+                options=convert.options_to_pb(options or SandboxOptions()),
+            )
+        )
+        return ForkResult(
+            sandbox=convert.info_from_pb(reply.sandbox),
+            method=reply.method,
+            duration_ms=reply.duration_ms,
+        )
+
+
+async def _client_stream(
+    method: Any, header: Any, chunks: AsyncIterable[bytes], message: Any
+) -> Any:
+    """Run a client-streaming call; when the caller's chunk source fails, grpc
+    cancels the call, and the caller gets its own error back instead."""
+    failure: list[BaseException] = []
+
+    async def messages() -> AsyncIterator[Any]:
+        yield header
+        try:
+            async for chunk in chunks:
+                yield message(chunk)
+        except Exception as exc:
+            failure.append(exc)
+            raise
+
+    try:
+        return await method(messages())
+    except asyncio.CancelledError:
+        if failure:
+            raise failure[0] from None
+        raise

@@ -2,19 +2,28 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Protocol
 
+from runtime_client import transfer_io
+from runtime_client.transfer_io import Progress, Source
 from runtime_client.transport import SandboxTransport
 from sandboxd.models import (
+    DownloadDone,
     ExecEvent,
     ExecRequest,
     ExecResult,
     ExistsResult,
     FileInfo,
+    ForkResult,
     ReadFileResult,
     SandboxInfo,
+    SandboxOptions,
     SandboxToolResult,
+    TreeDownloadDone,
+    TreeUploadResult,
     WriteFileResult,
 )
 
@@ -29,6 +38,8 @@ class Sandbox:
     def __init__(self, transport: SandboxTransport, instance_id: str) -> None:
         self._transport = transport
         self.instance_id = instance_id
+        #: Set on a sandbox ``fork`` returned: how its files were copied.
+        self.fork_result: ForkResult | None = None
 
     def __repr__(self) -> str:
         return f"Sandbox({self.instance_id!r})"
@@ -118,6 +129,102 @@ class Sandbox:
         return self._transport.exec_stream(
             self.instance_id, _exec_request(command, cwd, env, stdin, timeout_ms)
         )
+
+    # ------------------------------------------------------------ moving files in and out
+
+    async def upload(
+        self,
+        path: str,
+        source: Source,
+        *,
+        create_parents: bool = True,
+        expected_sha256: str | None = None,
+        mode: int | None = None,
+        progress: Progress | None = None,
+    ) -> WriteFileResult:
+        """Write ``path`` from a local file path, bytes or an (async) iterable of
+        bytes, of any size, streamed in chunks; replaced atomically at the end."""
+        return await self._transport.upload_file(
+            self.instance_id,
+            path,
+            transfer_io.chunks_of(source, progress),
+            create_parents=create_parents,
+            expected_sha256=expected_sha256,
+            mode=mode,
+        )
+
+    def download_iter(
+        self, path: str, *, offset: int = 0, length: int | None = None
+    ) -> AsyncIterator[bytes | DownloadDone]:
+        """The file's bytes in chunks, then one ``DownloadDone`` (size, sha256)."""
+        return self._transport.download_file(self.instance_id, path, offset, length)
+
+    async def download(
+        self,
+        path: str,
+        dest: str | os.PathLike[str],
+        *,
+        offset: int = 0,
+        length: int | None = None,
+        progress: Progress | None = None,
+    ) -> DownloadDone:
+        """Save the file ``path`` to the local file ``dest`` (written whole or not at all)."""
+        chunks = _counted(self.download_iter(path, offset=offset, length=length), progress)
+        found = await transfer_io.write_file(
+            chunks, dest, lambda item: isinstance(item, DownloadDone)
+        )
+        return found[-1]  # type: ignore[no-any-return]
+
+    async def upload_tree(
+        self,
+        source: Source,
+        path: str = ".",
+        *,
+        progress: Progress | None = None,
+    ) -> TreeUploadResult:
+        """Extract a tree into the folder ``path`` (created) inside the sandbox.
+
+        ``source`` is a local folder (sent as a tar stream), a local ``.tar``
+        file, or tar bytes / an (async) iterable of tar chunks.
+        """
+        if isinstance(source, str | os.PathLike) and await asyncio.to_thread(os.path.isdir, source):
+            chunks = transfer_io.chunks_of(transfer_io.tar_of(source), progress)
+        else:
+            chunks = transfer_io.chunks_of(source, progress)
+        return await self._transport.upload_tree(self.instance_id, path, chunks)
+
+    def download_tree_iter(
+        self, path: str = ".", *, gitignore: bool = False
+    ) -> AsyncIterator[bytes | TreeDownloadDone]:
+        """The folder ``path`` as tar chunks, then one ``TreeDownloadDone``."""
+        return self._transport.download_tree(self.instance_id, path, gitignore=gitignore)
+
+    async def download_tree(
+        self,
+        path: str,
+        dest: str | os.PathLike[str],
+        *,
+        gitignore: bool = False,
+        progress: Progress | None = None,
+    ) -> TreeDownloadDone:
+        """Copy the folder ``path`` into the local folder ``dest`` (created).
+
+        The tar comes from the sandbox, so it is extracted with tarfile's
+        ``data`` filter: nothing can land outside ``dest``.
+        """
+        chunks = _counted(self.download_tree_iter(path, gitignore=gitignore), progress)
+        found = await transfer_io.extract_to(chunks, dest)
+        done = [item for item in found if isinstance(item, TreeDownloadDone)]
+        return done[-1]
+
+    async def fork(self, new_id: str, *, options: SandboxOptions | None = None) -> Sandbox:
+        """A new sandbox whose files start as a copy of this one's (then they
+        diverge); this sandbox's options unless ``options`` sets some.
+        ``forked.fork_result.method`` says whether the copy was a reflink."""
+        result = await self._transport.fork_sandbox(self.instance_id, new_id, options)
+        forked = Sandbox(self._transport, new_id)
+        forked.fork_result = result
+        return forked
 
     # ------------------------------------------------------------ the six tools
 
@@ -242,6 +349,13 @@ class Sandbox:
                 no_ignore=no_ignore or None,
             ),
         )
+
+
+async def _counted(items: AsyncIterator[Any], progress: Progress | None) -> AsyncIterator[Any]:
+    async for item in items:
+        if progress is not None and isinstance(item, bytes):
+            progress(len(item))
+        yield item
 
 
 def _given(**arguments: Any) -> dict[str, Any]:

@@ -7,20 +7,24 @@ tell the two apart.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Mapping
 from typing import Any, Protocol
 
 from sandboxd.models import (
+    DownloadDone,
     ExecEvent,
     ExecRequest,
     ExecResult,
     ExistsResult,
     FileInfo,
+    ForkResult,
     ReadFileResult,
     SandboxInfo,
     SandboxOptions,
     SandboxToolResult,
     ServerStatus,
+    TreeDownloadDone,
+    TreeUploadResult,
     WriteFileResult,
 )
 
@@ -85,3 +89,30 @@ class SandboxTransport(Protocol):
         *,
         tool_call_id: str | None = None,
     ) -> SandboxToolResult: ...
+
+    async def upload_file(
+        self,
+        instance_id: str,
+        path: str,
+        chunks: AsyncIterable[bytes],
+        *,
+        create_parents: bool = False,
+        expected_sha256: str | None = None,
+        mode: int | None = None,
+    ) -> WriteFileResult: ...
+
+    def download_file(
+        self, instance_id: str, path: str, offset: int = 0, length: int | None = None
+    ) -> AsyncIterator[bytes | DownloadDone]: ...
+
+    async def upload_tree(
+        self, instance_id: str, path: str, chunks: AsyncIterable[bytes]
+    ) -> TreeUploadResult: ...
+
+    def download_tree(
+        self, instance_id: str, path: str, *, gitignore: bool = False
+    ) -> AsyncIterator[bytes | TreeDownloadDone]: ...
+
+    async def fork_sandbox(
+        self, source_id: str, new_id: str, options: SandboxOptions | None = None
+    ) -> ForkResult: ...

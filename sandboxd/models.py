@@ -209,6 +209,40 @@ class ServerStatus:
     pool: PoolStatus
 
 
+# ---------------------------------------------------------------- transfers
+
+
+@dataclass(frozen=True)
+class DownloadDone:
+    """The end of a download: bytes sent and their sha256."""
+
+    size: int
+    sha256: str
+    file_size: int  # the whole file's size when the download began
+
+
+@dataclass(frozen=True)
+class TreeUploadResult:
+    files: int
+    directories: int
+    symlinks: int
+    bytes: int
+
+
+@dataclass(frozen=True)
+class TreeDownloadDone:
+    entries: int
+    bytes: int
+    skipped: int  # sockets, FIFOs, devices, and files that vanished meanwhile
+
+
+@dataclass(frozen=True)
+class ForkResult:
+    sandbox: SandboxInfo
+    method: str  # reflink | copy
+    duration_ms: int
+
+
 @dataclass(frozen=True)
 class ToolDescription:
     """What a model is told about one tool (ListTools, GET /v1/tools)."""

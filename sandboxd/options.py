@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import posixpath
+from typing import Any
 
 from sandboxd import validation
 from sandboxd.config import Settings
@@ -76,3 +77,14 @@ def check_same(instance_id: str, requested: SandboxOptions, existing: SandboxOpt
             f"sandbox {instance_id!r} already exists with different {', '.join(differing)}; "
             "delete it first or create it with the same options"
         )
+
+
+def overridden(source: SandboxOptions, override: SandboxOptions) -> SandboxOptions:
+    """``source`` with every field ``override`` sets (non-zero, non-empty) replacing it."""
+    changes: dict[str, Any] = {}
+    for field in dataclasses.fields(SandboxOptions):
+        value = getattr(override, field.name)
+        if value is None or (not isinstance(value, bool) and not value):
+            continue
+        changes[field.name] = value
+    return dataclasses.replace(source, **changes)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Protocol
 
-from sandboxd.models import PoolStatus, SandboxInfo, SandboxOptions
+from sandboxd.models import ForkResult, PoolStatus, SandboxInfo, SandboxOptions
 
 
 class Workspace(Protocol):
@@ -54,6 +54,11 @@ class WorkspaceBackend(Protocol):
 
     async def restart(self, instance_id: str) -> SandboxInfo:
         """Stop every process of the workspace and start it afresh; files stay."""
+        ...
+
+    async def fork(self, source_id: str, new_id: str, override: SandboxOptions) -> ForkResult:
+        """A new instance: a consistent copy of the source's files, the source's
+        options with ``override``'s set fields; fresh read state and records."""
         ...
 
     async def workspace(self, instance_id: str) -> Workspace:

@@ -5,17 +5,26 @@ and semantics exist once. Values in and out are ``sandboxd.models``.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import hashlib
 import re
-from collections.abc import AsyncIterator, Mapping
+import uuid
+from collections import deque
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Mapping
 from typing import Any
+
+import anyio
 
 from sandboxd import __version__, tool_contract, validation
 from sandboxd.auth import current_scope
 from sandboxd.config import Settings
-from sandboxd.errors import InvalidArgument, ResourceExhausted
+from sandboxd.errors import InvalidArgument, ResourceExhausted, SandboxdError
 from sandboxd.executor.files import ABSENT
 from sandboxd.executor.tools import TOOL_NAMES
+from sandboxd.executor.transfer import CHUNK, WINDOW
 from sandboxd.models import (
+    DownloadDone,
     ExecEvent,
     ExecExit,
     ExecOutput,
@@ -24,12 +33,15 @@ from sandboxd.models import (
     ExistsResult,
     FileInfo,
     FileType,
+    ForkResult,
     ReadFileResult,
     SandboxInfo,
     SandboxOptions,
     SandboxToolResult,
     ServerStatus,
     ToolDescription,
+    TreeDownloadDone,
+    TreeUploadResult,
     WriteFileResult,
 )
 from sandboxd.options import effective
@@ -93,6 +105,19 @@ class SandboxService:
         current_scope().check(instance_id)
         return await self.backend.restart(instance_id)
 
+    async def fork_sandbox(
+        self, source_id: str, new_id: str, options: SandboxOptions | None = None
+    ) -> ForkResult:
+        """A new instance whose workspace starts as a consistent copy of the source's."""
+        validation.instance_id(source_id)
+        validation.instance_id(new_id)
+        scope = current_scope()
+        scope.check(source_id)
+        scope.check(new_id)
+        if source_id == new_id:
+            raise InvalidArgument("a fork needs a new instance id, not the source's own")
+        return await self.backend.fork(source_id, new_id, options or SandboxOptions())
+
     async def get_status(self) -> ServerStatus:
         return ServerStatus(
             version=__version__,
@@ -131,16 +156,8 @@ class SandboxService:
         mode: int | None = None,
     ) -> WriteFileResult:
         validation.path(path)
-        self._check_payload(len(data), "data")
-        if expected_sha256 is not None and not (
-            expected_sha256 == ABSENT or _SHA256.fullmatch(expected_sha256)
-        ):
-            raise InvalidArgument(
-                f"expected_sha256 must be 64 lowercase hex digits or {ABSENT!r} "
-                f"(got {expected_sha256!r})"
-            )
-        if mode is not None and not 0 <= mode <= 0o7777:
-            raise InvalidArgument(f"mode must be a permission value 0..0o7777 (got {mode:#o})")
+        self._check_payload(len(data), "data", streaming="Upload (client-streaming)")
+        _check_write_args(expected_sha256, mode)
         workspace = await self._workspace(instance_id)
         raw = await workspace.call(
             "write_file",
@@ -308,10 +325,274 @@ class SandboxService:
             fields=fields if isinstance(fields, dict) else {},
         )
 
-    def _check_payload(self, size: int, field: str) -> None:
+    def _check_payload(self, size: int, field: str, *, streaming: str = "") -> None:
         limit = self.settings.max_payload_bytes
         if size > limit:
+            advice = (
+                f"send it with the streaming {streaming} call (runtime_client: "
+                "Sandbox.upload; HTTP: PUT .../files/{path}:upload), which takes any size"
+                if streaming
+                else "send it in pieces"
+            )
             raise ResourceExhausted(
                 f"{field} is {size} bytes, over the payload limit of {limit} bytes "
-                "(SANDBOXD_MAX_PAYLOAD_BYTES); send it in pieces"
+                f"(SANDBOXD_MAX_PAYLOAD_BYTES); {advice}"
             )
+
+    # ------------------------------------------------------------ streamed transfers
+    # Every hop moves CHUNK-byte pieces with at most WINDOW of them in flight
+    # per transfer, so the daemon holds O(WINDOW * CHUNK) whatever the size.
+
+    async def upload_file(
+        self,
+        instance_id: str,
+        path: str,
+        chunks: AsyncIterable[bytes],
+        *,
+        create_parents: bool = False,
+        expected_sha256: str | None = None,
+        mode: int | None = None,
+    ) -> WriteFileResult:
+        """Write a file of any size from a stream of byte chunks: atomically on
+        completion, nothing changed if the stream breaks."""
+        validation.path(path)
+        _check_write_args(expected_sha256, mode)
+        workspace = await self._workspace(instance_id)
+        session = _session_id()
+        await _begin(
+            workspace,
+            "upload_begin",
+            {
+                "session": session,
+                "path": path,
+                "create_parents": create_parents,
+                "expected_sha256": expected_sha256,
+                "mode": mode,
+            },
+        )
+        digest = hashlib.sha256()
+        offset = 0
+        window: deque[asyncio.Future[Any]] = deque()
+        done = False
+        try:
+            async for piece in _rechunk(chunks):
+                digest.update(piece)
+                if len(window) >= WINDOW:
+                    await window.popleft()
+                window.append(
+                    _start(
+                        workspace.call(
+                            "upload_chunk", {"session": session, "offset": offset, "data": piece}
+                        )
+                    )
+                )
+                offset += len(piece)
+            while window:
+                await window.popleft()
+            raw = await workspace.call("upload_commit", {"session": session, "size": offset})
+            done = True
+        finally:
+            await _settle(window)
+            if not done:
+                await _abort_transfer(workspace, session)
+        return WriteFileResult(size=offset, sha256=digest.hexdigest(), created=bool(raw["created"]))
+
+    async def download_file(
+        self, instance_id: str, path: str, offset: int = 0, length: int | None = None
+    ) -> AsyncIterator[bytes | DownloadDone]:
+        """The file's bytes in chunks, then one ``DownloadDone``."""
+        validation.path(path)
+        validation.non_negative(offset, "offset")
+        if length is not None:
+            validation.non_negative(length, "length")
+        workspace = await self._workspace(instance_id)
+        session = _session_id()
+        begun = await _begin(workspace, "download_begin", {"session": session, "path": path})
+        size = int(begun["size"])
+        end = size if length is None else min(size, offset + length)
+        digest = hashlib.sha256()
+        sent = 0
+        window: deque[asyncio.Future[Any]] = deque()
+        ahead = offset
+        try:
+            while True:
+                while len(window) < WINDOW and ahead < end:
+                    want = min(CHUNK, end - ahead)
+                    window.append(
+                        _start(
+                            workspace.call(
+                                "download_read",
+                                {"session": session, "offset": ahead, "length": want},
+                            )
+                        )
+                    )
+                    ahead += want
+                if not window:
+                    break
+                data = (await window.popleft())["data"]
+                if not isinstance(data, bytes) or len(data) > CHUNK:
+                    raise SandboxdError("the executor sent a malformed download chunk")
+                if not data:
+                    break  # the file shrank meanwhile
+                digest.update(data)
+                sent += len(data)
+                yield data
+        finally:
+            await _settle(window)
+            await _abort_transfer(workspace, session)
+        yield DownloadDone(size=sent, sha256=digest.hexdigest(), file_size=size)
+
+    async def upload_tree(
+        self, instance_id: str, path: str, chunks: AsyncIterable[bytes]
+    ) -> TreeUploadResult:
+        """Extract a tar stream into the folder ``path`` (created), inside the sandbox."""
+        validation.path(path)
+        workspace = await self._workspace(instance_id)
+        session = _session_id()
+        await _begin(workspace, "tree_upload_begin", {"session": session, "path": path})
+        seq = 0
+        window: deque[asyncio.Future[Any]] = deque()
+        done = False
+        try:
+            async for piece in _rechunk(chunks):
+                if len(window) >= WINDOW:
+                    await window.popleft()
+                window.append(
+                    _start(
+                        workspace.call(
+                            "tree_upload_chunk", {"session": session, "seq": seq, "data": piece}
+                        )
+                    )
+                )
+                seq += 1
+            while window:
+                await window.popleft()
+            raw = await workspace.call("tree_upload_commit", {"session": session, "seq": seq})
+            done = True
+        finally:
+            await _settle(window)
+            if not done:
+                await _abort_transfer(workspace, session)
+        return TreeUploadResult(
+            files=int(raw["files"]),
+            directories=int(raw["directories"]),
+            symlinks=int(raw["symlinks"]),
+            bytes=int(raw["bytes"]),
+        )
+
+    async def download_tree(
+        self, instance_id: str, path: str, *, gitignore: bool = False
+    ) -> AsyncIterator[bytes | TreeDownloadDone]:
+        """The folder ``path`` as a tar stream in chunks, then one ``TreeDownloadDone``."""
+        validation.path(path)
+        workspace = await self._workspace(instance_id)
+        session = _session_id()
+        await _begin(
+            workspace,
+            "tree_download_begin",
+            {"session": session, "path": path, "gitignore": gitignore},
+        )
+        window: deque[asyncio.Future[Any]] = deque()
+        seq = 0
+        final: dict[str, Any] = {}
+        try:
+            while True:
+                while len(window) < WINDOW:
+                    window.append(
+                        _start(
+                            workspace.call("tree_download_read", {"session": session, "seq": seq})
+                        )
+                    )
+                    seq += 1
+                raw = await window.popleft()
+                data = raw.get("data")
+                if not isinstance(data, bytes) or len(data) > CHUNK:
+                    raise SandboxdError("the executor sent a malformed tar chunk")
+                if raw.get("eof"):
+                    final = raw
+                    break
+                yield data
+        finally:
+            await _settle(window)
+            await _abort_transfer(workspace, session)
+        yield TreeDownloadDone(
+            entries=int(final.get("entries", 0)),
+            bytes=int(final.get("bytes", 0)),
+            skipped=int(final.get("skipped", 0)),
+        )
+
+
+def _check_write_args(expected_sha256: str | None, mode: int | None) -> None:
+    if expected_sha256 is not None and not (
+        expected_sha256 == ABSENT or _SHA256.fullmatch(expected_sha256)
+    ):
+        raise InvalidArgument(
+            f"expected_sha256 must be 64 lowercase hex digits or {ABSENT!r} "
+            f"(got {expected_sha256!r})"
+        )
+    if mode is not None and not 0 <= mode <= 0o7777:
+        raise InvalidArgument(f"mode must be a permission value 0..0o7777 (got {mode:#o})")
+
+
+async def _rechunk(chunks: AsyncIterable[bytes]) -> AsyncIterator[bytes]:
+    """Fixed CHUNK-byte pieces (the last may be shorter) from chunks of any size."""
+    buffer = bytearray()
+    async for chunk in chunks:
+        if not buffer and len(chunk) == CHUNK:
+            yield chunk
+            continue
+        buffer += chunk
+        while len(buffer) >= CHUNK:
+            yield bytes(buffer[:CHUNK])
+            del buffer[:CHUNK]
+    if buffer:
+        yield bytes(buffer)
+
+
+def _start(call: Awaitable[dict[str, Any]]) -> asyncio.Future[Any]:
+    return asyncio.ensure_future(call)
+
+
+async def _settle(window: deque[asyncio.Future[Any]]) -> None:
+    """Cancel the calls still in flight and wait for them to end."""
+    for future in window:
+        future.cancel()
+    with anyio.CancelScope(shield=True):
+        for future in window:
+            with contextlib.suppress(BaseException):
+                await future
+    window.clear()
+
+
+def _session_id() -> str:
+    return f"t-{uuid.uuid4().hex}"
+
+
+async def _begin(workspace: Workspace, op: str, args: dict[str, Any]) -> dict[str, Any]:
+    """Open a session under an id the daemon chose, so a begin cut short (the
+    client left while it ran) can still be aborted by that id."""
+    try:
+        return await workspace.call(op, args)
+    except BaseException:
+        await _abort_transfer(workspace, str(args["session"]))
+        raise
+
+
+async def _abort_transfer(workspace: Workspace, session: str) -> None:
+    """End a session on the executor (its temp file goes), even when this task
+    is being cancelled because the client went away: the abort runs as a task
+    of its own (the executor's idle reaper is the last backstop)."""
+
+    async def abort() -> None:
+        with anyio.move_on_after(10), contextlib.suppress(SandboxdError):
+            await workspace.call("transfer_abort", {"session": session})
+
+    task = asyncio.get_running_loop().create_task(abort())
+    _BACKGROUND.add(task)
+    task.add_done_callback(_BACKGROUND.discard)
+    with contextlib.suppress(asyncio.CancelledError):
+        await asyncio.shield(task)
+
+
+#: Abort tasks still running (a reference keeps them from being collected).
+_BACKGROUND: set[asyncio.Task[None]] = set()

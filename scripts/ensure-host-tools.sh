@@ -1,17 +1,23 @@
 #!/usr/bin/env bash
-# Host tools the test suite needs besides Docker: ripgrep, so the grep tool's
-# two engines (rg and the pure-Python fallback) are compared on the host too.
+# Host tools the test suite needs besides Docker: ripgrep (the grep tool's two
+# engines are compared on the host too) and docker-compose (the example
+# deploy/compose.yaml is checked by the real tool). Idempotent.
 set -euo pipefail
 
 log() { echo "[ensure-host-tools] $*" >&2; }
 
-if command -v rg >/dev/null 2>&1; then
-    exit 0
-fi
+# command -> Debian package
+declare -A TOOLS=([rg]=ripgrep [docker-compose]=docker-compose)
+
+missing=()
+for cmd in "${!TOOLS[@]}"; do
+    command -v "$cmd" >/dev/null 2>&1 || missing+=("${TOOLS[$cmd]}")
+done
+[ "${#missing[@]}" -eq 0 ] && exit 0
 if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
-    log "ripgrep (rg) is missing: install it with your package manager"
+    log "missing host tools: ${missing[*]}: install them with your package manager"
     exit 1
 fi
 # shellcheck source=scripts/lib/apt.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib/apt.sh"
-apt_install ripgrep
+apt_install "${missing[@]}"

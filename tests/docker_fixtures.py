@@ -8,6 +8,7 @@ with the reason.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 from collections.abc import AsyncIterator, Iterator
@@ -42,13 +43,17 @@ def _engine_problem() -> str | None:
 
 def remove_namespace_resources(client: docker.DockerClient, prefix: str) -> None:
     """Remove every container and volume whose namespace starts with ``prefix``."""
-    for container in client.containers.list(all=True, filters={"label": f"{labels.MANAGED}=true"}):
-        if container.labels.get(labels.NAMESPACE, "").startswith(prefix):
-            container.remove(force=True)
+    # Low-level list: no inspect per container, so another run's container
+    # vanishing meanwhile cannot fail this one's clean-up.
+    for entry in client.api.containers(all=True, filters={"label": f"{labels.MANAGED}=true"}):
+        if (entry.get("Labels") or {}).get(labels.NAMESPACE, "").startswith(prefix):
+            with contextlib.suppress(docker.errors.NotFound):
+                client.api.remove_container(entry["Id"], force=True)
     for volume in client.volumes.list(filters={"label": f"{labels.MANAGED}=true"}):
         volume_labels = volume.attrs.get("Labels") or {}
         if volume_labels.get(labels.NAMESPACE, "").startswith(prefix):
-            volume.remove(force=True)
+            with contextlib.suppress(docker.errors.NotFound):
+                volume.remove(force=True)
             if disk.DISK_LABEL in volume_labels:  # its loop device and image too
                 disk.remove(Path(volume_labels[disk.DISK_LABEL]))
 

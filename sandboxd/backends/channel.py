@@ -18,13 +18,14 @@ from typing import Any, Protocol
 
 from sandboxd.errors import SandboxdError, SandboxUnavailable, Timeout, error_from_kind
 from sandboxd.executor import wire
+from sandboxd.executor.credits import WINDOW
 
 log = logging.getLogger(__name__)
 
 _MAX_ERROR_MESSAGE = 8192
 _DECODE_INLINE_LIMIT = 1 << 20
-#: Events buffered per stream before the channel waits for the consumer.
-STREAM_BUFFER = 64
+#: Events a stream may have unread (its credit window, see executor.credits).
+STREAM_BUFFER = WINDOW
 #: Malformed frames tolerated on one channel before it is dropped.
 MAX_BAD_FRAMES = 100
 
@@ -45,7 +46,8 @@ class ByteSink(Protocol):
 
 class _Stream:
     def __init__(self) -> None:
-        self.queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue(maxsize=STREAM_BUFFER)
+        # The window, plus room for the final reply or error.
+        self.queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue(maxsize=STREAM_BUFFER + 1)
 
     def abandon(self) -> None:
         # The consumer is gone: free the reader if it waits to put an event.
@@ -110,12 +112,25 @@ class ExecutorChannel:
         finished = False
         try:
             await self._send(
-                {"id": request_id, "op": op, "args": wire.to_wire(dict(args)), "stream": True}
+                {
+                    "id": request_id,
+                    "op": op,
+                    "args": wire.to_wire(dict(args)),
+                    "stream": True,
+                    "credits": STREAM_BUFFER,
+                }
             )
+            drained = 0
             while True:
                 kind, value = await stream.queue.get()
                 if kind == "ev":
                     yield value
+                    # The consumer asked for more: hand the executor back the
+                    # credits of what it took, in batches of half a window.
+                    drained += 1
+                    if drained >= STREAM_BUFFER // 2:
+                        await self._send({"op": "credit", "target": request_id, "n": drained})
+                        drained = 0
                 elif kind == "ok":
                     finished = True
                     yield {"result": value}
@@ -233,9 +248,13 @@ class ExecutorChannel:
             return
         stream = self._streams.get(request_id)
         if stream is not None:
-            # Waits when the consumer is slow: backpressure up to the executor
-            # (this workspace's other calls wait too; other workspaces do not).
-            await stream.queue.put((kind, value))
+            # Never waits: the executor sends a stream's events only against
+            # credits, so a full queue means it broke the rule. Waiting here
+            # would stall every call of the workspace behind one slow consumer.
+            try:
+                stream.queue.put_nowait((kind, value))
+            except asyncio.QueueFull:
+                self._bad_frame("an event beyond the stream's credits")
             return
         future = self._pending.get(request_id)
         if future is None or future.done() or kind == "ev":

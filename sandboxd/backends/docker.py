@@ -24,13 +24,13 @@ import requests
 from docker.models.containers import Container
 from docker.types import LogConfig, Mount
 
-from sandboxd.backends import disk, labels
+from sandboxd.backends import clone, disk, labels
 from sandboxd.backends.docker_pool import WarmPool
 from sandboxd.backends.docker_workspace import DockerWorkspace
 from sandboxd.config import Settings
-from sandboxd.errors import InvalidArgument, SandboxUnavailable
-from sandboxd.models import PoolStatus, Runtime, SandboxInfo, SandboxOptions
-from sandboxd.options import check_same, effective
+from sandboxd.errors import AlreadyExists, InvalidArgument, SandboxUnavailable
+from sandboxd.models import ForkResult, PoolStatus, Runtime, SandboxInfo, SandboxOptions
+from sandboxd.options import check_same, effective, overridden
 from sandboxd.validation import unknown_instance
 
 log = logging.getLogger(__name__)
@@ -360,6 +360,93 @@ class DockerBackend:
         workspace = await self.workspace(instance_id)
         await workspace.restart()
         return _info(instance_id, workspace.container)
+
+    async def fork(self, source_id: str, new_id: str, override: SandboxOptions) -> ForkResult:
+        started = time.monotonic()
+        first, second = sorted((source_id, new_id))
+        async with self._lock(first), self._lock(second):
+            source = await self._find(source_id)
+            if source is None:
+                raise unknown_instance(source_id)
+            if await self._find(new_id) is not None:
+                raise AlreadyExists(f"sandbox {new_id!r} already exists; fork onto a new id")
+            wanted = effective(
+                overridden(labels.options_from(source.labels), override), self.settings
+            )
+            await self._check_creatable(wanted)
+            name = self._name(new_id)
+            container = await self._create_container(name, wanted, pooled=False)
+            try:
+                method = await self._copy_volume(source, name)
+                workspace = self._workspace_for(new_id, container)
+                await workspace.ensure_running()
+            except BaseException:
+                self._workspaces.pop(new_id, None)
+                await self._remove_container_and_volume(name)
+                raise
+            return ForkResult(
+                sandbox=_info(new_id, workspace.container),
+                method=method,
+                duration_ms=int((time.monotonic() - started) * 1000),
+            )
+
+    async def _copy_volume(self, source: Container, target_volume: str) -> str:
+        """Copy the source's workspace volume into ``target_volume`` with the
+        source frozen (``docker pause``), so the copy is one moment's state."""
+        source_volume = source.labels.get(labels.VOLUME, source.name or "")
+        src = await _thread(lambda: self.client.volumes.get(source_volume).attrs)
+        dst = await _thread(lambda: self.client.volumes.get(target_volume).attrs)
+        source_path = str(src.get("Mountpoint") or "")
+        paused = False
+        await _thread(source.reload)
+        if source.status == "running":
+            await _thread(source.pause)
+            paused = True
+        try:
+            return await anyio.to_thread.run_sync(
+                self._copy_paths, source_path, src, dst, source.status
+            )
+        finally:
+            if paused:
+                with contextlib.suppress(docker.errors.NotFound, SandboxUnavailable):
+                    await _thread(source.unpause)
+
+    def _copy_paths(
+        self, source_path: str, src: dict[str, Any], dst: dict[str, Any], state: str
+    ) -> str:
+        import os
+        import subprocess
+        import tempfile
+
+        mounts: list[str] = []
+        try:
+            source_dir = source_path
+            src_device = ((src.get("Options") or {}).get("device")) or ""
+            if src_device and not (state in ("running", "paused") and os.path.ismount(source_path)):
+                source_dir = tempfile.mkdtemp(prefix="sandboxd-fork-src-")
+                subprocess.run(
+                    ["mount", "-o", "ro", src_device, source_dir], check=True, capture_output=True
+                )
+                mounts.append(source_dir)
+            target_dir = str(dst.get("Mountpoint") or "")
+            dst_device = ((dst.get("Options") or {}).get("device")) or ""
+            if dst_device:
+                target_dir = tempfile.mkdtemp(prefix="sandboxd-fork-dst-")
+                subprocess.run(["mount", dst_device, target_dir], check=True, capture_output=True)
+                mounts.append(target_dir)
+            if not os.path.isdir(source_dir) or not os.path.isdir(target_dir):
+                raise SandboxUnavailable(
+                    "fork: the volumes' folders are not reachable from the daemon "
+                    f"({source_dir!r}); run sandboxd on the Docker host to fork"
+                )
+            return clone.copy_tree(source_dir, target_dir)
+        except subprocess.CalledProcessError as exc:
+            raise SandboxUnavailable(f"fork: mounting a disk failed: {exc.stderr!r}") from exc
+        finally:
+            for mount in reversed(mounts):
+                subprocess.run(["umount", mount], capture_output=True)
+                with contextlib.suppress(OSError):
+                    os.rmdir(mount)
 
     async def _remove_container_and_volume(self, name: str) -> bool:
         def remove() -> bool:

@@ -9,6 +9,7 @@ backend by calling the same ``Executor`` in-process.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import shutil
 import threading
@@ -19,10 +20,13 @@ from typing import Any
 
 import anyio
 
+from sandboxd.backends import clone
 from sandboxd.config import Settings
+from sandboxd.errors import AlreadyExists
+from sandboxd.executor.credits import WINDOW, Credits
 from sandboxd.executor.dispatch import Executor
-from sandboxd.models import PoolStatus, SandboxInfo, SandboxOptions
-from sandboxd.options import DEFAULT_WORKDIR, check_same
+from sandboxd.models import ForkResult, PoolStatus, SandboxInfo, SandboxOptions
+from sandboxd.options import DEFAULT_WORKDIR, check_same, effective, overridden
 from sandboxd.validation import unknown_instance
 
 _META = ".sandboxd"
@@ -32,6 +36,36 @@ class LocalWorkspace:
     def __init__(self, instance_id: str, executor: Executor) -> None:
         self._instance_id = instance_id
         self.executor = executor
+        # A fork closes the gate and waits for the calls in flight: the copy
+        # sees no half-applied sandboxd write.
+        self._open = asyncio.Event()
+        self._open.set()
+        self._in_flight = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    @contextlib.asynccontextmanager
+    async def _call_slot(self) -> AsyncIterator[None]:
+        await self._open.wait()
+        self._in_flight += 1
+        self._idle.clear()
+        try:
+            yield
+        finally:
+            self._in_flight -= 1
+            if not self._in_flight:
+                self._idle.set()
+
+    @contextlib.asynccontextmanager
+    async def paused(self) -> AsyncIterator[None]:
+        """No new call starts, and the ones in flight have ended (background
+        jobs and processes keep running: this backend cannot freeze them)."""
+        self._open.clear()
+        try:
+            await self._idle.wait()
+            yield
+        finally:
+            self._open.set()
 
     @property
     def instance_id(self) -> str:
@@ -39,22 +73,27 @@ class LocalWorkspace:
 
     async def call(self, op: str, args: Mapping[str, Any]) -> dict[str, Any]:
         cancel = threading.Event()
-        try:
-            result: dict[str, Any] = await anyio.to_thread.run_sync(
-                self.executor.handle, op, dict(args), cancel, None, abandon_on_cancel=True
-            )
-        except anyio.get_cancelled_exc_class():
-            cancel.set()
-            raise
+        async with self._call_slot():
+            try:
+                result: dict[str, Any] = await anyio.to_thread.run_sync(
+                    self.executor.handle, op, dict(args), cancel, None, abandon_on_cancel=True
+                )
+            except anyio.get_cancelled_exc_class():
+                cancel.set()
+                raise
         return result
 
     async def stream(self, op: str, args: Mapping[str, Any]) -> AsyncIterator[dict[str, Any]]:
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         cancel = threading.Event()
+        # The same flow control as over the executor channel: the producer
+        # runs ahead of the consumer by one window at most.
+        credits = Credits(WINDOW)
 
         def emit(event: dict[str, Any]) -> None:
-            loop.call_soon_threadsafe(queue.put_nowait, ("ev", event))
+            if credits.take(cancel):
+                loop.call_soon_threadsafe(queue.put_nowait, ("ev", event))
 
         def work() -> None:
             try:
@@ -69,6 +108,7 @@ class LocalWorkspace:
                 kind, value = await queue.get()
                 if kind == "ev":
                     yield value
+                    credits.grant(1)
                 elif kind == "ok":
                     yield {"result": value}
                     return
@@ -175,6 +215,40 @@ class LocalBackend:
             state = self.root / _META / "state" / instance_id
             await anyio.to_thread.run_sync(lambda: shutil.rmtree(state, ignore_errors=True))
             return info
+
+    async def fork(self, source_id: str, new_id: str, override: SandboxOptions) -> ForkResult:
+        started = time.monotonic()
+        first, second = sorted((source_id, new_id))
+        async with (
+            self._locks.setdefault(first, asyncio.Lock()),
+            self._locks.setdefault(second, asyncio.Lock()),
+        ):
+            meta = self._read_meta(source_id)
+            if meta is None:
+                raise unknown_instance(source_id)
+            if self._read_meta(new_id) is not None or (self.root / new_id).exists():
+                raise AlreadyExists(f"sandbox {new_id!r} already exists; fork onto a new id")
+            source_options = SandboxOptions.from_json(meta.get("options", {}))
+            wanted = effective(overridden(source_options, override), self.settings)
+            target = self.root / new_id
+            target.mkdir()
+            workspace = await self.workspace(source_id)
+            try:
+                async with workspace.paused():
+                    method = await anyio.to_thread.run_sync(
+                        clone.copy_tree, str(self.root / source_id), str(target)
+                    )
+            except BaseException:
+                await anyio.to_thread.run_sync(lambda: shutil.rmtree(target, ignore_errors=True))
+                raise
+            self._workdir(new_id, wanted).mkdir(parents=True, exist_ok=True)
+            new_meta = {"options": wanted.to_json(), "created_at_ms": int(time.time() * 1000)}
+            self._meta(new_id).write_text(json.dumps(new_meta))
+            return ForkResult(
+                sandbox=self._info(new_id, new_meta),
+                method=method,
+                duration_ms=int((time.monotonic() - started) * 1000),
+            )
 
     def _remove_files(self, instance_id: str) -> None:
         shutil.rmtree(self.root / instance_id, ignore_errors=True)

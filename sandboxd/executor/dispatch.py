@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from sandboxd.errors import InvalidArgument
-from sandboxd.executor import files, process
+from sandboxd.executor import files, process, transfer, tree
 from sandboxd.executor.records import RECORDED_TOOLS, CallRecords
 from sandboxd.executor.tools import ToolSession
 from sandboxd.executor.tools.locks import PathLocks
@@ -92,6 +92,7 @@ class Executor:
         self._tools: ToolSession | None = None
         self.records = CallRecords()
         self._tools_guard = threading.Lock()
+        self.transfers = transfer.Sessions()
 
     def handle(
         self,
@@ -123,6 +124,7 @@ class Executor:
 
     def close(self) -> None:
         """Stop background jobs and release per-workspace resources."""
+        self.transfers.abort_all()
         with self._tools_guard:
             if self._tools is not None:
                 self._tools.close()
@@ -141,6 +143,9 @@ def _hello(
         ex.max_output_bytes = _int(args, "max_output_bytes")
     if "read_guard" in args:
         ex.read_guard = _bool(args, "read_guard")
+    # A (re)connecting daemon starts with no transfers: the old ones have no
+    # one left to finish them, so their temp files go now.
+    ex.transfers.abort_all()
     # The workdir may be a folder inside the volume that does not exist yet.
     with contextlib.suppress(OSError):
         os.makedirs(ex.workdir, exist_ok=True)
@@ -266,6 +271,127 @@ def _tool(ex: Executor, args: Mapping[str, Any], cancel: threading.Event, emit: 
     return ex.tools.run(name, tool_args, cancel=cancel, cwd=cwd)
 
 
+# ------------------------------------------------------------ transfers
+
+
+def _session_id(args: Mapping[str, Any]) -> str:
+    session = _str(args, "session")
+    if not 1 <= len(session) <= 64:
+        raise InvalidArgument("session must be 1-64 characters")
+    return session
+
+
+def _upload_begin(
+    ex: Executor, args: Mapping[str, Any], cancel: threading.Event, emit: Emit | None
+) -> Any:
+    session_id = _session_id(args)
+    expected = args.get("expected_sha256")
+    mode = args.get("mode")
+    session = transfer.Upload(
+        ex.path(args),
+        create_parents=_bool(args, "create_parents"),
+        expected_sha256=None if expected is None else _str(args, "expected_sha256"),
+        mode=None if mode is None else _int(args, "mode"),
+        locks=ex.locks,
+    )
+    return {"session": ex.transfers.add(session_id, session)}
+
+
+def _upload_chunk(
+    ex: Executor, args: Mapping[str, Any], cancel: threading.Event, emit: Emit | None
+) -> Any:
+    session: transfer.Upload = ex.transfers.get(_session_id(args), transfer.Upload)
+    session.write(_int(args, "offset"), _bytes(args, "data"))
+    return {}
+
+
+def _upload_commit(
+    ex: Executor, args: Mapping[str, Any], cancel: threading.Event, emit: Emit | None
+) -> Any:
+    session: transfer.Upload = ex.transfers.get(_session_id(args), transfer.Upload)
+    try:
+        return session.commit(_int(args, "size"))
+    finally:
+        ex.transfers.pop(_session_id(args))
+
+
+def _transfer_abort(
+    ex: Executor, args: Mapping[str, Any], cancel: threading.Event, emit: Emit | None
+) -> Any:
+    return {"aborted": ex.transfers.abort(_session_id(args))}
+
+
+def _download_begin(
+    ex: Executor, args: Mapping[str, Any], cancel: threading.Event, emit: Emit | None
+) -> Any:
+    session_id = _session_id(args)
+    session = transfer.Download(ex.path(args))
+    return {"session": ex.transfers.add(session_id, session), "size": session.size}
+
+
+def _download_read(
+    ex: Executor, args: Mapping[str, Any], cancel: threading.Event, emit: Emit | None
+) -> Any:
+    session: transfer.Download = ex.transfers.get(_session_id(args), transfer.Download)
+    return {"data": session.read(_int(args, "offset"), _int(args, "length"))}
+
+
+def _tree_upload_begin(
+    ex: Executor, args: Mapping[str, Any], cancel: threading.Event, emit: Emit | None
+) -> Any:
+    session_id = _session_id(args)
+    session = tree.TreeUpload(ex.path(args))
+    return {"session": ex.transfers.add(session_id, session)}
+
+
+def _tree_upload_chunk(
+    ex: Executor, args: Mapping[str, Any], cancel: threading.Event, emit: Emit | None
+) -> Any:
+    session: tree.TreeUpload = ex.transfers.get(_session_id(args), tree.TreeUpload)
+    session.ordered(_int(args, "seq"), cancel)
+    try:
+        session.write(_bytes(args, "data"))
+    finally:
+        session.advance()
+    return {}
+
+
+def _tree_upload_commit(
+    ex: Executor, args: Mapping[str, Any], cancel: threading.Event, emit: Emit | None
+) -> Any:
+    session: tree.TreeUpload = ex.transfers.get(_session_id(args), tree.TreeUpload)
+    session.ordered(_int(args, "seq"), cancel)
+    try:
+        return session.commit(cancel)
+    finally:
+        ex.transfers.pop(_session_id(args))
+
+
+def _tree_download_begin(
+    ex: Executor, args: Mapping[str, Any], cancel: threading.Event, emit: Emit | None
+) -> Any:
+    session_id = _session_id(args)
+    gitignore_aware = _bool(args, "gitignore")
+    session = tree.TreeDownload(ex.path(args), gitignore_aware=gitignore_aware)
+    return {"session": ex.transfers.add(session_id, session)}
+
+
+def _tree_download_read(
+    ex: Executor, args: Mapping[str, Any], cancel: threading.Event, emit: Emit | None
+) -> Any:
+    session: tree.TreeDownload = ex.transfers.get(_session_id(args), tree.TreeDownload)
+    session.ordered(_int(args, "seq"), cancel)
+    try:
+        data, eof = session.read(cancel)
+    finally:
+        session.advance()
+    if eof:
+        ex.transfers.pop(_session_id(args))
+        session.abort()
+        return {"data": b"", "eof": True, **session.counts}
+    return {"data": data, "eof": False}
+
+
 _HANDLERS: dict[str, Handler] = {
     "hello": _hello,
     "read_file": _read_file,
@@ -277,4 +403,15 @@ _HANDLERS: dict[str, Handler] = {
     "remove": _remove,
     "exec": _exec,
     "tool": _tool,
+    "upload_begin": _upload_begin,
+    "upload_chunk": _upload_chunk,
+    "upload_commit": _upload_commit,
+    "transfer_abort": _transfer_abort,
+    "download_begin": _download_begin,
+    "download_read": _download_read,
+    "tree_upload_begin": _tree_upload_begin,
+    "tree_upload_chunk": _tree_upload_chunk,
+    "tree_upload_commit": _tree_upload_commit,
+    "tree_download_begin": _tree_download_begin,
+    "tree_download_read": _tree_download_read,
 }

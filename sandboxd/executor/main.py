@@ -19,6 +19,7 @@ from typing import Any, BinaryIO
 
 from sandboxd.errors import SandboxdError
 from sandboxd.executor import wire
+from sandboxd.executor.credits import MAX_GRANT, WINDOW, Credits
 from sandboxd.executor.dispatch import Executor
 from sandboxd.executor.wire import from_wire, to_wire
 
@@ -59,6 +60,7 @@ class _Server:
         self.out = out
         self.out_lock = threading.Lock()
         self.cancels: dict[int, threading.Event] = {}
+        self.credits: dict[int, Credits] = {}
         self.pool = ThreadPoolExecutor(max_workers=MAX_WORKERS, thread_name_prefix="op")
 
     def send(self, message: dict[str, Any]) -> None:
@@ -83,6 +85,12 @@ class _Server:
             if event is not None:
                 event.set()
             return
+        if op == "credit":
+            credits = self.credits.get(message.get("target"))  # type: ignore[arg-type]
+            count = message.get("n")
+            if credits is not None and isinstance(count, int) and 0 < count <= MAX_GRANT:
+                credits.grant(count)
+            return
         if not isinstance(request_id, int) or not isinstance(op, str):
             _log("dropped a frame without an integer id and an op")
             return
@@ -97,10 +105,17 @@ class _Server:
             return
         cancel = threading.Event()
         self.cancels[request_id] = cancel
+        stream = bool(message.get("stream"))
+        if stream:
+            window = message.get("credits", WINDOW)
+            if not isinstance(window, int) or not 0 < window <= MAX_GRANT:
+                window = WINDOW
+            self.credits[request_id] = Credits(window)
         try:
-            self.pool.submit(self.serve, request_id, op, args, cancel, bool(message.get("stream")))
+            self.pool.submit(self.serve, request_id, op, args, cancel, stream)
         except RuntimeError as exc:  # "can't start new thread": the pids limit is reached
             self.cancels.pop(request_id, None)
+            self.credits.pop(request_id, None)
             self.send(
                 {
                     "id": request_id,
@@ -115,8 +130,13 @@ class _Server:
     def serve(
         self, request_id: int, op: str, args: dict[str, Any], cancel: threading.Event, stream: bool
     ) -> None:
+        credits = self.credits.get(request_id)
+
         def emit(event: dict[str, Any]) -> None:
-            self.send({"id": request_id, "ev": to_wire(event)})
+            # Without a credit the consumer is behind: wait (this call only).
+            # A cancelled stream's events have nobody to go to.
+            if credits is None or credits.take(cancel):
+                self.send({"id": request_id, "ev": to_wire(event)})
 
         try:
             result = self.executor.handle(op, from_wire(args), cancel, emit if stream else None)
@@ -131,6 +151,7 @@ class _Server:
             self.send({"id": request_id, "err": {"kind": "internal", "message": f"{op}: {exc!r}"}})
         finally:
             self.cancels.pop(request_id, None)
+            self.credits.pop(request_id, None)
 
 
 def main(stdin: BinaryIO, bundle_id: str) -> None:

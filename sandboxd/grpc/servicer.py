@@ -7,15 +7,17 @@ them), and errors are mapped by ``status`` alone.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator
 from typing import Any, TypeAlias, TypeVar
 
 import grpc
 
 from sandboxd.auth import Authenticator
+from sandboxd.errors import InvalidArgument
 from sandboxd.grpc import convert
 from sandboxd.grpc.status import bidi, streaming, unary
 from sandboxd.grpc.tool_stream import ToolCallStream
+from sandboxd.models import DownloadDone, TreeDownloadDone
 from sandboxd.service import SandboxService
 from sandboxd.v1 import sandbox_pb2 as pb
 from sandboxd.v1 import sandbox_pb2_grpc as pb_grpc
@@ -212,3 +214,99 @@ class SandboxServicer(pb_grpc.SandboxServiceServicer):  # type: ignore[misc]
         self, request: pb.ListToolsRequest, context: Context
     ) -> pb.ListToolsResponse:
         return convert.tool_descriptions_to_pb(self.service.list_tools())
+
+    # ------------------------------------------------------------ transfers
+
+    @unary
+    async def Upload(
+        self, request: AsyncIterator[pb.UploadRequest], context: Context
+    ) -> pb.UploadResponse:
+        header = (await _header(request, "Upload")).header
+        result = await self.service.upload_file(
+            header.instance_id,
+            header.path,
+            _data(request),
+            create_parents=header.create_parents,
+            expected_sha256=header.expected_sha256 if header.HasField("expected_sha256") else None,
+            mode=header.mode if header.HasField("mode") else None,
+        )
+        return pb.UploadResponse(size=result.size, sha256=result.sha256, created=result.created)
+
+    @streaming
+    async def Download(
+        self, request: pb.DownloadRequest, context: Context
+    ) -> AsyncIterator[pb.DownloadResponse]:
+        async for part in self.service.download_file(
+            request.instance_id,
+            request.path,
+            request.offset,
+            request.length if request.HasField("length") else None,
+        ):
+            if isinstance(part, DownloadDone):
+                yield pb.DownloadResponse(
+                    done=pb.DownloadDone(
+                        size=part.size, sha256=part.sha256, file_size=part.file_size
+                    )
+                )
+            else:
+                yield pb.DownloadResponse(data=part)
+
+    @unary
+    async def UploadTree(
+        self, request: AsyncIterator[pb.UploadTreeRequest], context: Context
+    ) -> pb.UploadTreeResponse:
+        header = (await _header(request, "UploadTree")).header
+        result = await self.service.upload_tree(header.instance_id, header.path, _data(request))
+        return pb.UploadTreeResponse(
+            files=result.files,
+            directories=result.directories,
+            symlinks=result.symlinks,
+            bytes=result.bytes,
+        )
+
+    @streaming
+    async def DownloadTree(
+        self, request: pb.DownloadTreeRequest, context: Context
+    ) -> AsyncIterator[pb.DownloadTreeResponse]:
+        async for part in self.service.download_tree(
+            request.instance_id, request.path, gitignore=request.gitignore
+        ):
+            if isinstance(part, TreeDownloadDone):
+                yield pb.DownloadTreeResponse(
+                    done=pb.DownloadTreeDone(
+                        entries=part.entries, bytes=part.bytes, skipped=part.skipped
+                    )
+                )
+            else:
+                yield pb.DownloadTreeResponse(data=part)
+
+    @unary
+    async def ForkSandbox(
+        self, request: pb.ForkSandboxRequest, context: Context
+    ) -> pb.ForkSandboxResponse:
+        result = await self.service.fork_sandbox(
+            request.source_id, request.new_id, convert.options_from_pb(request.options)
+        )
+        return pb.ForkSandboxResponse(
+            sandbox=convert.info_to_pb(result.sandbox),
+            method=result.method,
+            duration_ms=result.duration_ms,
+        )
+
+
+async def _header(messages: AsyncIterator[Any], call: str) -> Any:
+    """The first message of a client stream, which must carry the header."""
+    try:
+        first = await anext(messages)
+    except StopAsyncIteration:
+        raise InvalidArgument(f"{call}: the stream ended before its header") from None
+    if first.WhichOneof("part") != "header":
+        raise InvalidArgument(f"{call}: the first message must be the header")
+    return first
+
+
+async def _data(messages: AsyncIterable[Any]) -> AsyncIterator[bytes]:
+    async for message in messages:
+        if message.WhichOneof("part") != "data":
+            raise InvalidArgument("only the first message of a stream may be a header")
+        yield message.data

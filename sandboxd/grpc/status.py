@@ -8,6 +8,7 @@ else in the server calls ``context.abort``. The table is the error tree's own
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import uuid
@@ -89,7 +90,10 @@ def streaming(
                 async for item in method(self, request, context):
                     yield item
             finally:
-                leave_scope(token)
+                # A stream the client abandoned is closed by grpc from another
+                # context, where this token cannot be reset (nor needs to be).
+                with contextlib.suppress(ValueError):
+                    leave_scope(token)
         except Exception as exc:
             if _is_abort(exc):
                 raise

@@ -709,6 +709,144 @@ class CallError(_message.Message):
     message: str
     def __init__(self, code: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
 
+class UploadHeader(_message.Message):
+    __slots__ = ("instance_id", "path", "create_parents", "expected_sha256", "mode")
+    INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    CREATE_PARENTS_FIELD_NUMBER: _ClassVar[int]
+    EXPECTED_SHA256_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    instance_id: str
+    path: str
+    create_parents: bool
+    expected_sha256: str
+    mode: int
+    def __init__(self, instance_id: _Optional[str] = ..., path: _Optional[str] = ..., create_parents: _Optional[bool] = ..., expected_sha256: _Optional[str] = ..., mode: _Optional[int] = ...) -> None: ...
+
+class UploadRequest(_message.Message):
+    __slots__ = ("header", "data")
+    HEADER_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    header: UploadHeader
+    data: bytes
+    def __init__(self, header: _Optional[_Union[UploadHeader, _Mapping]] = ..., data: _Optional[bytes] = ...) -> None: ...
+
+class UploadResponse(_message.Message):
+    __slots__ = ("size", "sha256", "created")
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    SHA256_FIELD_NUMBER: _ClassVar[int]
+    CREATED_FIELD_NUMBER: _ClassVar[int]
+    size: int
+    sha256: str
+    created: bool
+    def __init__(self, size: _Optional[int] = ..., sha256: _Optional[str] = ..., created: _Optional[bool] = ...) -> None: ...
+
+class DownloadRequest(_message.Message):
+    __slots__ = ("instance_id", "path", "offset", "length")
+    INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    LENGTH_FIELD_NUMBER: _ClassVar[int]
+    instance_id: str
+    path: str
+    offset: int
+    length: int
+    def __init__(self, instance_id: _Optional[str] = ..., path: _Optional[str] = ..., offset: _Optional[int] = ..., length: _Optional[int] = ...) -> None: ...
+
+class DownloadDone(_message.Message):
+    __slots__ = ("size", "sha256", "file_size")
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    SHA256_FIELD_NUMBER: _ClassVar[int]
+    FILE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    size: int
+    sha256: str
+    file_size: int
+    def __init__(self, size: _Optional[int] = ..., sha256: _Optional[str] = ..., file_size: _Optional[int] = ...) -> None: ...
+
+class DownloadResponse(_message.Message):
+    __slots__ = ("data", "done")
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    DONE_FIELD_NUMBER: _ClassVar[int]
+    data: bytes
+    done: DownloadDone
+    def __init__(self, data: _Optional[bytes] = ..., done: _Optional[_Union[DownloadDone, _Mapping]] = ...) -> None: ...
+
+class UploadTreeHeader(_message.Message):
+    __slots__ = ("instance_id", "path")
+    INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    instance_id: str
+    path: str
+    def __init__(self, instance_id: _Optional[str] = ..., path: _Optional[str] = ...) -> None: ...
+
+class UploadTreeRequest(_message.Message):
+    __slots__ = ("header", "data")
+    HEADER_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    header: UploadTreeHeader
+    data: bytes
+    def __init__(self, header: _Optional[_Union[UploadTreeHeader, _Mapping]] = ..., data: _Optional[bytes] = ...) -> None: ...
+
+class UploadTreeResponse(_message.Message):
+    __slots__ = ("files", "directories", "symlinks", "bytes")
+    FILES_FIELD_NUMBER: _ClassVar[int]
+    DIRECTORIES_FIELD_NUMBER: _ClassVar[int]
+    SYMLINKS_FIELD_NUMBER: _ClassVar[int]
+    BYTES_FIELD_NUMBER: _ClassVar[int]
+    files: int
+    directories: int
+    symlinks: int
+    bytes: int
+    def __init__(self, files: _Optional[int] = ..., directories: _Optional[int] = ..., symlinks: _Optional[int] = ..., bytes: _Optional[int] = ...) -> None: ...
+
+class DownloadTreeRequest(_message.Message):
+    __slots__ = ("instance_id", "path", "gitignore")
+    INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    GITIGNORE_FIELD_NUMBER: _ClassVar[int]
+    instance_id: str
+    path: str
+    gitignore: bool
+    def __init__(self, instance_id: _Optional[str] = ..., path: _Optional[str] = ..., gitignore: _Optional[bool] = ...) -> None: ...
+
+class DownloadTreeDone(_message.Message):
+    __slots__ = ("entries", "bytes", "skipped")
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    BYTES_FIELD_NUMBER: _ClassVar[int]
+    SKIPPED_FIELD_NUMBER: _ClassVar[int]
+    entries: int
+    bytes: int
+    skipped: int
+    def __init__(self, entries: _Optional[int] = ..., bytes: _Optional[int] = ..., skipped: _Optional[int] = ...) -> None: ...
+
+class DownloadTreeResponse(_message.Message):
+    __slots__ = ("data", "done")
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    DONE_FIELD_NUMBER: _ClassVar[int]
+    data: bytes
+    done: DownloadTreeDone
+    def __init__(self, data: _Optional[bytes] = ..., done: _Optional[_Union[DownloadTreeDone, _Mapping]] = ...) -> None: ...
+
+class ForkSandboxRequest(_message.Message):
+    __slots__ = ("source_id", "new_id", "options")
+    SOURCE_ID_FIELD_NUMBER: _ClassVar[int]
+    NEW_ID_FIELD_NUMBER: _ClassVar[int]
+    OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    source_id: str
+    new_id: str
+    options: SandboxOptions
+    def __init__(self, source_id: _Optional[str] = ..., new_id: _Optional[str] = ..., options: _Optional[_Union[SandboxOptions, _Mapping]] = ...) -> None: ...
+
+class ForkSandboxResponse(_message.Message):
+    __slots__ = ("sandbox", "method", "duration_ms")
+    SANDBOX_FIELD_NUMBER: _ClassVar[int]
+    METHOD_FIELD_NUMBER: _ClassVar[int]
+    DURATION_MS_FIELD_NUMBER: _ClassVar[int]
+    sandbox: SandboxInfo
+    method: str
+    duration_ms: int
+    def __init__(self, sandbox: _Optional[_Union[SandboxInfo, _Mapping]] = ..., method: _Optional[str] = ..., duration_ms: _Optional[int] = ...) -> None: ...
+
 class ListToolsRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...

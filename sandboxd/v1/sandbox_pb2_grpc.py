@@ -149,6 +149,31 @@ class SandboxServiceStub:
                 request_serializer=sandboxd_dot_v1_dot_sandbox__pb2.ToolCallsRequest.SerializeToString,
                 response_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.ToolCallsResponse.FromString,
                 _registered_method=True)
+        self.Upload = channel.stream_unary(
+                '/sandboxd.v1.SandboxService/Upload',
+                request_serializer=sandboxd_dot_v1_dot_sandbox__pb2.UploadRequest.SerializeToString,
+                response_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.UploadResponse.FromString,
+                _registered_method=True)
+        self.Download = channel.unary_stream(
+                '/sandboxd.v1.SandboxService/Download',
+                request_serializer=sandboxd_dot_v1_dot_sandbox__pb2.DownloadRequest.SerializeToString,
+                response_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.DownloadResponse.FromString,
+                _registered_method=True)
+        self.UploadTree = channel.stream_unary(
+                '/sandboxd.v1.SandboxService/UploadTree',
+                request_serializer=sandboxd_dot_v1_dot_sandbox__pb2.UploadTreeRequest.SerializeToString,
+                response_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.UploadTreeResponse.FromString,
+                _registered_method=True)
+        self.DownloadTree = channel.unary_stream(
+                '/sandboxd.v1.SandboxService/DownloadTree',
+                request_serializer=sandboxd_dot_v1_dot_sandbox__pb2.DownloadTreeRequest.SerializeToString,
+                response_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.DownloadTreeResponse.FromString,
+                _registered_method=True)
+        self.ForkSandbox = channel.unary_unary(
+                '/sandboxd.v1.SandboxService/ForkSandbox',
+                request_serializer=sandboxd_dot_v1_dot_sandbox__pb2.ForkSandboxRequest.SerializeToString,
+                response_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.ForkSandboxResponse.FromString,
+                _registered_method=True)
         self.ListTools = channel.unary_unary(
                 '/sandboxd.v1.SandboxService/ListTools',
                 request_serializer=sandboxd_dot_v1_dot_sandbox__pb2.ListToolsRequest.SerializeToString,
@@ -318,6 +343,52 @@ class SandboxServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Upload(self, request_iterator, context):
+        """Moving work in and out (files of any size, whole trees) and forking.
+        Bytes travel in chunks (1 MiB on every hop inside the daemon, with at
+        most 4 in flight per transfer), so memory stays bounded whatever the size.
+
+        Upload: the first message is an UploadHeader, the rest carry data. The
+        file is replaced atomically when the stream completes; a stream that
+        breaks leaves the previous content. Same path rules, parents and
+        compare-and-swap as WriteFile, without its payload limit.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Download(self, request, context):
+        """Download: data chunks, then one final message with size and sha256.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UploadTree(self, request_iterator, context):
+        """UploadTree: a tar stream (after an UploadTreeHeader) extracted into a
+        folder inside the sandbox, as the sandbox user; entries that would land
+        outside it (.., absolute names, links out, devices, FIFOs) are refused
+        with INVALID_ARGUMENT naming the entry.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DownloadTree(self, request, context):
+        """DownloadTree: a folder as a tar stream, then one final summary message.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ForkSandbox(self, request, context):
+        """ForkSandbox: a new instance whose workspace starts as a consistent copy
+        of the source's files, with the source's options unless overridden.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def ListTools(self, request, context):
         """The tools' contract: each tool's name, description and the JSON schema
         of its arguments, derived from the tools' own specs (what runtime_client
@@ -445,6 +516,31 @@ def add_SandboxServiceServicer_to_server(servicer, server):
                     servicer.ToolCalls,
                     request_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.ToolCallsRequest.FromString,
                     response_serializer=sandboxd_dot_v1_dot_sandbox__pb2.ToolCallsResponse.SerializeToString,
+            ),
+            'Upload': grpc.stream_unary_rpc_method_handler(
+                    servicer.Upload,
+                    request_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.UploadRequest.FromString,
+                    response_serializer=sandboxd_dot_v1_dot_sandbox__pb2.UploadResponse.SerializeToString,
+            ),
+            'Download': grpc.unary_stream_rpc_method_handler(
+                    servicer.Download,
+                    request_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.DownloadRequest.FromString,
+                    response_serializer=sandboxd_dot_v1_dot_sandbox__pb2.DownloadResponse.SerializeToString,
+            ),
+            'UploadTree': grpc.stream_unary_rpc_method_handler(
+                    servicer.UploadTree,
+                    request_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.UploadTreeRequest.FromString,
+                    response_serializer=sandboxd_dot_v1_dot_sandbox__pb2.UploadTreeResponse.SerializeToString,
+            ),
+            'DownloadTree': grpc.unary_stream_rpc_method_handler(
+                    servicer.DownloadTree,
+                    request_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.DownloadTreeRequest.FromString,
+                    response_serializer=sandboxd_dot_v1_dot_sandbox__pb2.DownloadTreeResponse.SerializeToString,
+            ),
+            'ForkSandbox': grpc.unary_unary_rpc_method_handler(
+                    servicer.ForkSandbox,
+                    request_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.ForkSandboxRequest.FromString,
+                    response_serializer=sandboxd_dot_v1_dot_sandbox__pb2.ForkSandboxResponse.SerializeToString,
             ),
             'ListTools': grpc.unary_unary_rpc_method_handler(
                     servicer.ListTools,
@@ -1073,6 +1169,141 @@ class SandboxService:
             '/sandboxd.v1.SandboxService/ToolCalls',
             sandboxd_dot_v1_dot_sandbox__pb2.ToolCallsRequest.SerializeToString,
             sandboxd_dot_v1_dot_sandbox__pb2.ToolCallsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Upload(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_unary(
+            request_iterator,
+            target,
+            '/sandboxd.v1.SandboxService/Upload',
+            sandboxd_dot_v1_dot_sandbox__pb2.UploadRequest.SerializeToString,
+            sandboxd_dot_v1_dot_sandbox__pb2.UploadResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Download(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/sandboxd.v1.SandboxService/Download',
+            sandboxd_dot_v1_dot_sandbox__pb2.DownloadRequest.SerializeToString,
+            sandboxd_dot_v1_dot_sandbox__pb2.DownloadResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UploadTree(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_unary(
+            request_iterator,
+            target,
+            '/sandboxd.v1.SandboxService/UploadTree',
+            sandboxd_dot_v1_dot_sandbox__pb2.UploadTreeRequest.SerializeToString,
+            sandboxd_dot_v1_dot_sandbox__pb2.UploadTreeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DownloadTree(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/sandboxd.v1.SandboxService/DownloadTree',
+            sandboxd_dot_v1_dot_sandbox__pb2.DownloadTreeRequest.SerializeToString,
+            sandboxd_dot_v1_dot_sandbox__pb2.DownloadTreeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ForkSandbox(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sandboxd.v1.SandboxService/ForkSandbox',
+            sandboxd_dot_v1_dot_sandbox__pb2.ForkSandboxRequest.SerializeToString,
+            sandboxd_dot_v1_dot_sandbox__pb2.ForkSandboxResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -34,6 +34,11 @@ OPERATIONS = {
     ("post", "/v1/sandboxes/{instance_id}/files/remove"),
     ("post", "/v1/sandboxes/{instance_id}/exec"),
     ("post", "/v1/sandboxes/{instance_id}/exec/stream"),
+    ("put", "/v1/sandboxes/{instance_id}/files/upload"),
+    ("get", "/v1/sandboxes/{instance_id}/files/download"),
+    ("put", "/v1/sandboxes/{instance_id}/tree/upload"),
+    ("get", "/v1/sandboxes/{instance_id}/tree/download"),
+    ("post", "/v1/sandboxes/{instance_id}/fork"),
     ("get", "/healthz"),
     ("get", "/readyz"),
     ("get", "/metrics"),
@@ -41,7 +46,9 @@ OPERATIONS = {
 
 # Never fuzzed: the local backend has no isolation, so these would run commands or
 # change files on the host itself. They are exercised with fixed input in test_api.
-HOST_CHANGING = r"/(tools/(bash|write|edit)|exec(/stream)?|files/(mkdir|remove))$"
+HOST_CHANGING = (
+    r"/(tools/(bash|write|edit)|exec(/stream)?|files/(mkdir|remove|upload)|tree/upload|fork)$"
+)
 
 
 async def test_the_document_is_valid_openapi(anonymous: httpx.AsyncClient) -> None:
@@ -126,7 +133,7 @@ async def test_schemathesis_finds_no_server_error(
     out, _ = await process.communicate()
     text = out.decode(errors="replace")
     assert process.returncode == 0, text[-6000:]
-    assert "Selected: 18/26" in text, text[-3000:]  # main's 17/25 + GET /v1/tools
+    assert "Selected: 20/31" in text, text[-3000:]
     assert " passed" in text
     # The daemon is still whole after the fuzzing.
     assert (await client.get("/readyz")).status_code == 200

@@ -150,23 +150,61 @@ async def test_stream_yields_events_then_the_result() -> None:
     await channel.close()
 
 
-async def test_a_slow_stream_consumer_holds_the_reader_back_not_memory() -> None:
+async def test_a_stalled_stream_consumer_does_not_hold_other_calls() -> None:
     peer = Peer()
     channel = ExecutorChannel(peer, peer, name="t", max_line=1 << 20)
     events = channel.stream("exec", {"shell": "yes"})
     first = asyncio.create_task(events.__anext__())
     await _wait_for_request(peer)
     request_id = peer.sent[0]["id"]
-    for _ in range(STREAM_BUFFER + 50):
+    assert peer.sent[0]["credits"] == STREAM_BUFFER
+    # The executor fills the stream's whole window; nobody reads past the first.
+    for _ in range(STREAM_BUFFER):
         peer.reply(wire.encode({"id": request_id, "ev": {"stdout_base64": wire.b64(b"y")}}))
     await first
-    await asyncio.sleep(0.05)
-    # The reader stopped at the buffer; the rest waits in the source, unread.
-    assert peer.incoming.qsize() > 0
-    await events.aclose()  # abandoning the stream frees the reader
-    await asyncio.sleep(0.05)
-    assert peer.incoming.qsize() == 0
+    other = asyncio.create_task(channel.call("stat", {"path": "a"}))
+    await _wait_for_request(peer, 2)
+    peer.reply(wire.encode({"id": peer.sent[1]["id"], "ok": {"size": 1}}))
+    assert await asyncio.wait_for(other, 5) == {"size": 1}
+    await events.aclose()
     assert peer.sent[-1] == {"op": "cancel", "target": request_id}
+    await channel.close()
+
+
+async def test_events_beyond_the_credits_are_dropped_not_buffered() -> None:
+    peer = Peer()
+    channel = ExecutorChannel(peer, peer, name="t", max_line=1 << 20)
+    events = channel.stream("exec", {"shell": "yes"})
+    first = asyncio.create_task(events.__anext__())
+    await _wait_for_request(peer)
+    request_id = peer.sent[0]["id"]
+    for n in range(STREAM_BUFFER + 10):
+        peer.reply(wire.encode({"id": request_id, "ev": {"n": n}}))
+    assert await first == {"n": 0}
+    await asyncio.sleep(0.05)
+    assert peer.incoming.qsize() == 0  # the reader went on
+    got = [await events.__anext__() for _ in range(STREAM_BUFFER)]
+    # The window was 64 events: the first 64 arrived, the 10 over it were dropped.
+    assert [e["n"] for e in got[: STREAM_BUFFER - 1]] == list(range(1, STREAM_BUFFER))
+    await events.aclose()
+    await channel.close()
+
+
+async def test_draining_a_stream_grants_credits_back() -> None:
+    peer = Peer()
+    channel = ExecutorChannel(peer, peer, name="t", max_line=1 << 20)
+    events = channel.stream("exec", {"shell": "yes"})
+    first = asyncio.create_task(events.__anext__())
+    await _wait_for_request(peer)
+    request_id = peer.sent[0]["id"]
+    for n in range(STREAM_BUFFER):
+        peer.reply(wire.encode({"id": request_id, "ev": {"n": n}}))
+    await first
+    for _ in range(STREAM_BUFFER // 2):
+        await events.__anext__()
+    grants = [m for m in peer.sent if m.get("op") == "credit"]
+    assert grants == [{"op": "credit", "target": request_id, "n": STREAM_BUFFER // 2}]
+    await events.aclose()
     await channel.close()
 
 

@@ -34,6 +34,7 @@ CLIENT_MODULES = {
     "runtime_client.sandbox",
     "runtime_client.schema",
     "runtime_client.tool_stream",
+    "runtime_client.transfer_io",
     "runtime_client.transport",
 }
 

@@ -11,6 +11,7 @@ import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 
 import { abortError, mapError, NotFound, SandboxGone } from './errors.js';
+import { StreamUnsupported, ToolCallStream, type RawCallToolRequest, type RawCallToolResponse } from './tool-stream.js';
 
 export interface ClientOptions {
   /** `unix:///run/sandboxd/sandboxd.sock` (the default), or `host:port` for TCP. */
@@ -19,6 +20,11 @@ export interface ClientOptions {
   token?: string;
   /** TLS credentials for TCP; plaintext when omitted. */
   credentials?: grpc.ChannelCredentials;
+  /**
+   * Send callTool over one ToolCalls stream (default true), falling back to
+   * unary CallTool on a daemon without it.
+   */
+  toolStream?: boolean;
 }
 
 export const DEFAULT_TARGET = 'unix:///run/sandboxd/sandboxd.sock';
@@ -244,6 +250,7 @@ export class SandboxdClient {
   readonly target: string;
   private readonly client: grpc.Client;
   private readonly token: string | undefined;
+  private toolStream: ToolCallStream | undefined;
 
   constructor(options: ClientOptions = {}) {
     this.target = normalizeTarget(options.target ?? DEFAULT_TARGET);
@@ -253,9 +260,17 @@ export class SandboxdClient {
       'grpc.max_receive_message_length': 64 * 1024 * 1024,
       'grpc.max_send_message_length': 64 * 1024 * 1024,
     });
+    if (options.toolStream ?? true) {
+      this.toolStream = new ToolCallStream(() => {
+        const open = (this.client as unknown as Record<string, (m: grpc.Metadata) => unknown>)['ToolCalls'];
+        if (open === undefined) throw new Error('no RPC ToolCalls');
+        return open.call(this.client, this.metadata()) as ReturnType<ConstructorParameters<typeof ToolCallStream>[0]>;
+      });
+    }
   }
 
   close(): void {
+    this.toolStream?.close();
     this.client.close();
   }
 
@@ -448,8 +463,7 @@ export class SandboxdClient {
   // ------------------------------------------------------------ exec
 
   async exec(instanceId: string, request: ExecRequest, options?: CallOptions): Promise<ExecResult> {
-    const { instanceId: _, ...rest } = execToProto(instanceId, request) as { instanceId: string };
-    return this.on<ExecResult>(instanceId, 'Exec', rest, options);
+    return this.on<ExecResult>(instanceId, 'Exec', execToProto(instanceId, request), options);
   }
 
   /** Output as it is produced, then one `exit` event. Abort cancels the command. */
@@ -484,12 +498,23 @@ export class SandboxdClient {
     args: Record<string, unknown>,
     options: CallToolOptions = {},
   ): Promise<ToolCallResult> {
-    const response = await this.on<{ text: string; isError: boolean; fieldsJson: string }>(
+    const request: RawCallToolRequest = {
       instanceId,
-      'CallTool',
-      { name, argumentsJson: JSON.stringify(args), toolCallId: options.toolCallId ?? '', cwd: options.cwd ?? '' },
-      options,
-    );
+      name,
+      argumentsJson: JSON.stringify(args),
+      toolCallId: options.toolCallId ?? '',
+      cwd: options.cwd ?? '',
+    };
+    let response: RawCallToolResponse | undefined;
+    if (this.toolStream !== undefined) {
+      try {
+        response = await this.toolStream.call(request, options.signal);
+      } catch (error) {
+        if (!(error instanceof StreamUnsupported)) throw await this.gone(instanceId, error);
+        this.toolStream = undefined; // an older daemon: unary from now on (nothing ran)
+      }
+    }
+    response ??= await this.on<RawCallToolResponse>(instanceId, 'CallTool', request, options);
     const fields: unknown = response.fieldsJson ? JSON.parse(response.fieldsJson) : {};
     return {
       text: response.text,

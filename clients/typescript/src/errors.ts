@@ -97,7 +97,11 @@ export function statusName(code: number): string {
 
 /** The error for a gRPC status code and its details. */
 export function errorFromStatus(code: number, details: string): SandboxdError {
-  const name = statusName(code);
+  return errorFromName(statusName(code), details);
+}
+
+/** The error for a status code name (as streamed answers carry it). */
+export function errorFromName(name: string, details: string): SandboxdError {
   const cls = BY_STATUS.get(name) ?? Internal;
   return new cls(details || `sandboxd answered ${name}`, name);
 }

@@ -3,7 +3,8 @@
  *
  * - `mode: 'tools'` (default): the model gets sandboxd's six tools (read,
  *   write, edit, bash, grep, glob) with sandboxd's own model-facing text;
- *   every call carries the folder Flue asked for (`useSandbox(f, {cwd})`).
+ *   a call carries the folder Flue asked for (`useSandbox(f, {cwd})`) when
+ *   it is not the workspace itself.
  * - `mode: 'driver'`: Flue's built-in tools run on sandboxd's low-level verbs
  *   through `sandboxFromDriver`.
  *
@@ -169,6 +170,12 @@ export function sandboxdDriver(binding: Binding, options: SandboxdFactoryOptions
         opts?.signal ? { signal: opts.signal } : {},
       );
       let stderr = result.stderr.toString('utf8');
+      for (const [cut, stream] of [
+        [result.stdoutTruncated, 'stdout'],
+        [result.stderrTruncated, 'stderr'],
+      ] as const) {
+        if (cut) stderr += `${stderr && !stderr.endsWith('\n') ? '\n' : ''}[sandboxd: ${stream} was cut at the daemon's output limit]\n`;
+      }
       if (result.timedOut) {
         // timeout(1)'s convention, as Flue's adapters report a deadline.
         stderr += `${stderr && !stderr.endsWith('\n') ? '\n' : ''}[sandboxd: timed out after ${timeoutMs} ms; the command was stopped]\n`;
@@ -198,6 +205,16 @@ function prepareArguments(spec: ToolSpec): (args: unknown) => Record<string, unk
   };
 }
 
+/** A tool's model-facing failure: `message` is sandboxd's text, `fields` its structured fields. */
+export class ToolFailed extends Error {
+  readonly fields: Record<string, unknown>;
+  constructor(text: string, fields: Record<string, unknown>) {
+    super(text);
+    this.name = 'ToolFailed';
+    this.fields = fields;
+  }
+}
+
 /** sandboxd's six tools for one (possibly cwd-scoped) Flue sandbox. */
 export function sandboxdTools(sandbox: Sandbox): AgentTool[] {
   return TOOL_SPECS.map((spec): AgentTool => ({
@@ -219,11 +236,13 @@ export function sandboxdTools(sandbox: Sandbox): AgentTool[] {
         ...(signal ? { signal } : {}),
       });
       // Flue's tools report failure by throwing; the text is sandboxd's.
-      if (result.isError) throw new Error(result.text);
+      if (result.isError) throw new ToolFailed(result.text, result.fields);
       return { content: [{ type: 'text' as const, text: result.text }], details: result.fields };
     },
   }));
 }
+
+const workdirs = new Map<string, string>();
 
 /** A Flue SandboxFactory whose instances are sandboxd workspaces. */
 export function sandboxdFactory(options: SandboxdFactoryOptions = {}): SandboxFactory {
@@ -233,9 +252,15 @@ export function sandboxdFactory(options: SandboxdFactoryOptions = {}): SandboxFa
     async createSandbox({ id }) {
       const instanceId = instanceIdFor(id, options.instancePrefix);
       await client.createSandbox(instanceId, options.sandbox);
-      // The workdir's real path (the local backend's is a host folder).
-      const pwd = await client.exec(instanceId, { argv: ['pwd'] });
-      const cwd = posix.normalize(pwd.stdout.toString('utf8').trim() || '/workspace');
+      // The workdir's real path (the local backend's is a host folder),
+      // asked once: Flue calls createSandbox for every message.
+      const key = `${client.target}\u0000${instanceId}`;
+      let cwd = workdirs.get(key);
+      if (cwd === undefined) {
+        const pwd = await client.exec(instanceId, { argv: ['pwd'] });
+        cwd = posix.normalize(pwd.stdout.toString('utf8').trim() || '/workspace');
+        workdirs.set(key, cwd);
+      }
       const binding: Binding = { client, instanceId, workdir: cwd, runId: options.runId ?? '' };
       return sandboxFromDriver(sandboxdDriver(binding, options), cwd);
     },

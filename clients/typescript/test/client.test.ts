@@ -104,15 +104,17 @@ for (const backend of backends()) {
       assert.equal(timed.timedOut, true);
     });
 
-    for (const how of ['exec', 'execStream'] as const) {
+    for (const how of ['exec', 'execStream', 'callTool'] as const) {
       test(`aborting ${how} stops the command in the sandbox`, async () => {
-        const marker = how === 'exec' ? '30.1234' : '30.4321';
+        const marker = { exec: '30.1234', execStream: '30.4321', callTool: '30.2143' }[how];
         const controller = new AbortController();
         const started = Date.now();
         setTimeout(() => controller.abort(new Error('enough')), 200);
         const run = async (): Promise<void> => {
           if (how === 'exec') {
             await client.exec('c1', { shell: `sleep ${marker}` }, { signal: controller.signal });
+          } else if (how === 'callTool') {
+            await client.callTool('c1', 'bash', { command: `sleep ${marker}` }, { signal: controller.signal });
           } else {
             for await (const _ of client.execStream('c1', { shell: `sleep ${marker}` }, { signal: controller.signal })) {
               // nothing is printed
@@ -145,6 +147,26 @@ for (const backend of backends()) {
       assert.equal(await client.deleteSandbox('c2'), true);
       await assert.rejects(client.callTool('c2', 'read', { file_path: 'f.txt' }), SandboxGone);
       await assert.rejects(client.exec('c2', { argv: ['true'] }), SandboxGone);
+    });
+
+    test('callTool over the ToolCalls stream and over unary CallTool agree', async () => {
+      const unary = new SandboxdClient({ target: daemon.target, toolStream: false });
+      try {
+        await client.makeDir('c1', 'many', { existOk: true });
+        const calls = Array.from({ length: 20 }, (_, i) =>
+          client.callTool('c1', 'write', { file_path: `many/f${i}.txt`, content: `${i}\n` }),
+        );
+        const results = await Promise.all(calls);
+        results.forEach((r, i) => assert.equal(r.text, `Created many/f${i}.txt (1 line, ${String(i).length + 1} bytes).`));
+        const viaStream = await client.callTool('c1', 'glob', { pattern: 'many/*.txt' });
+        const viaUnary = await unary.callTool('c1', 'glob', { pattern: 'many/*.txt' });
+        assert.equal(viaStream.text, viaUnary.text);
+        assert.deepEqual(viaStream.fields, viaUnary.fields);
+        await assert.rejects(client.callTool('nobody', 'read', { file_path: 'x' }), SandboxGone);
+        await assert.rejects(unary.callTool('nobody', 'read', { file_path: 'x' }), SandboxGone);
+      } finally {
+        unary.close();
+      }
     });
 
     test('one shared client per target and token', () => {

@@ -11,7 +11,7 @@ import { after, before, describe, test } from 'node:test';
 import type { Sandbox } from '@flue/runtime';
 
 import { SandboxdClient } from '../src/client.js';
-import { sandboxdFactory } from '../src/flue.js';
+import { sandboxdFactory, ToolFailed } from '../src/flue.js';
 import { backends, pythonData, startDaemon, type Daemon } from './daemon.js';
 
 interface Step {
@@ -75,6 +75,7 @@ function check(step: Step, result: Result, cwd: string, called: Record<string, u
   for (const part of step.contains) assert.ok(result.text.includes(fill(part, cwd, called)), `${where}: ${part} missing`);
   for (const part of step.absent) assert.ok(!result.text.includes(fill(part, cwd, called)), `${where}: ${part} present`);
   if (step.is_error !== null) assert.equal(result.isError, step.is_error, `${where}: ${result.text}`);
+  if (result.isError) assert.ok(result.text.startsWith('Error: ') || result.text.includes('\nExit code: '), where);
   for (const [key, value] of Object.entries(step.fields)) {
     assert.deepEqual(result.fields[key], value, `${where}: field ${key}`);
   }
@@ -110,19 +111,20 @@ for (const backend of backends()) {
             return { text, isError: false, fields: out.details as Record<string, unknown> };
           } catch (error) {
             // Flue tools report failures by throwing: the message is the text.
-            return { text: (error as Error).message, isError: true, fields: {} };
+            assert.ok(error instanceof ToolFailed, String(error));
+            return { text: error.message, isError: true, fields: error.fields };
           }
         };
         try {
           for (const step of c.setup) {
             const result = await call(step, {});
             if (step.is_error === null) assert.equal(result.isError, false, `setup ${step.tool}: ${result.text}`);
-            check({ ...step, fields: {} }, result, cwd, {});
+            check(step, result, cwd, {});
           }
           const result = await call(c.call, {});
-          check({ ...c.call, fields: result.isError ? {} : c.call.fields }, result, cwd, result.fields);
+          check(c.call, result, cwd, result.fields);
           for (const step of c.then) {
-            check({ ...step, fields: {} }, await call(step, result.fields), cwd, result.fields);
+            check(step, await call(step, result.fields), cwd, result.fields);
           }
         } finally {
           await client.deleteSandbox(id).catch(() => false);

@@ -170,6 +170,54 @@ for (const backend of backends()) {
       });
     }
 
+    for (const [mode, agent] of [
+      ['tools', ToolsAgent],
+      ['driver', DriverAgent],
+    ] as const) {
+      test(`${mode} mode: a sandbox deleted under a running agent is a clear error`, async () => {
+        const id = `${mode}-${backend}-gone`;
+        let seen: Context | undefined;
+        faux.setResponses([
+          () => fauxAssistantMessage([fauxToolCall('write', { path: 'a.txt', content: 'a' })], { stopReason: 'toolUse' }),
+          async () => {
+            await deleteSandbox(id, { target }); // gone between two turns
+            return fauxAssistantMessage(
+              [fauxToolCall('read', { path: 'a.txt' }), fauxToolCall('bash', { command: 'ls' })],
+              { stopReason: 'toolUse' },
+            );
+          },
+          (context: Context) => {
+            seen = context;
+            return fauxAssistantMessage('done');
+          },
+        ]);
+        const handle = init(agent, { id });
+        await handle.read(await handle.dispatch('go'));
+        const results = (seen?.messages ?? []).filter((m): m is ToolResultMessage => m.role === 'toolResult').slice(-2);
+        assert.equal(results.length, 2);
+        for (const r of results) {
+          assert.equal(r.isError, true);
+          assert.match(text(r), /does not exist \(deleted, or never created\)/);
+        }
+        // Flue asks for the sandbox again with the next message: a fresh one.
+        const { results: next } = await session(agent, id, [[['bash', { command: 'ls -A | wc -l' }]]]);
+        assert.match(text(next[0]!), /^0(\n|$)/);
+      });
+    }
+
+    test('tools mode: a retried call (same toolCallId and arguments) runs once', async () => {
+      const factory = sandboxdFactory({ target, mode: 'tools' });
+      const sandbox = await factory.createSandbox({ id: `tools-${backend}-retry` });
+      const bash = factory.tools!(sandbox, { subagents: {} }).find((t) => t.name === 'bash')!;
+      const append = { command: 'echo run >> log.txt; wc -l < log.txt' };
+      const first = await bash.execute('toolu_1', append);
+      const retried = await bash.execute('toolu_1', append); // a durable retry of the same call
+      assert.deepEqual(retried.content, first.content);
+      await bash.execute('toolu_2', append); // a new call runs
+      const log = await client.readFile(sandboxdInstanceId(`tools-${backend}-retry`), 'log.txt');
+      assert.equal(log.data.toString(), 'run\nrun\n');
+    });
+
     test('tools mode: unknown keys get sandboxd\'s answer, bounds the schema\'s', async () => {
       const { results } = await session(ToolsAgent, `tools-${backend}-bad`, [
         [['read', { file_path: 'x', color: 'red' }]],
