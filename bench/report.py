@@ -15,6 +15,7 @@ SUBJECTS = (
     "sandboxd",
     "sandboxd unary",
     "sandboxd verbs",
+    "sandboxd runsc",
     "raw exec",
     "floor",
     "swe-rex session",
@@ -43,17 +44,26 @@ def _ratio(a: float | None, b: float | None) -> str:
 def ops_table(ops: dict[str, dict[str, Summary]]) -> str:
     present = [s for s in SUBJECTS if any(s in row for row in ops.values())]
     headers = ["op (ms p50 / p95 / p99)", *present, "raw/sandboxd", "sandboxd/floor"]
+    gvisor = "sandboxd runsc" in present
+    if gvisor:
+        headers.append("runsc/runc")
     rows = []
     for op, by_subject in ops.items():
         sbx = by_subject.get("sandboxd")
         raw = by_subject.get("raw exec")
         floor = by_subject.get("floor")
+        runsc = by_subject.get("sandboxd runsc")
         rows.append(
             [
                 op,
                 *(_triple(by_subject.get(s)) for s in present),
                 _ratio(raw.p50 if raw else None, sbx.p50 if sbx else None),
                 _ratio(sbx.p50 if sbx else None, floor.p50 if floor else None),
+                *(
+                    [_ratio(runsc.p50 if runsc else None, sbx.p50 if sbx else None)]
+                    if gvisor
+                    else []
+                ),
             ]
         )
     return _grid(headers, rows)
@@ -85,6 +95,7 @@ def render(results: dict[str, Any], targets: list[Target]) -> str:
                 ("burst of 5 creates, first after idle", "burst_first"),
                 ("burst of 5 creates, later bursts", "burst_later"),
                 ("sandboxd delete", "delete"),
+                ("sandboxd runsc cold create -> first bash", "cold_create_runsc"),
             ]
             if key in life
         ]
@@ -98,7 +109,13 @@ def render(results: dict[str, Any], targets: list[Target]) -> str:
                 str(v["calls"]),
                 f"{v['sandboxes']} x {v['callers_per_sandbox']}",
             ]
-            for name, v in (("file tool (read 1 KiB)", tp["file"]), ("bash true", tp["bash"]))
+            for name, key in (
+                ("file tool (read 1 KiB)", "file"),
+                ("bash true", "bash"),
+                ("runsc: file tool (read 1 KiB)", "file_runsc"),
+                ("runsc: bash true", "bash_runsc"),
+            )
+            if (v := tp.get(key))
         ]
         headers = ["calls", "calls/s", "n", "sandboxes x callers"]
         parts += ["Aggregate throughput", _grid(headers, rows), ""]
@@ -120,6 +137,10 @@ def render(results: dict[str, Any], targets: list[Target]) -> str:
         parts += [f"SWE-ReX: skipped ({swerex['skipped']})", ""]
     elif swerex:
         parts += [f"SWE-ReX: {swerex.get('note', '')}", ""]
+    if results.get("transfer"):
+        from bench import transfer
+
+        parts += [transfer.render(results["transfer"]), ""]
     parts += ["Targets", *(t.line() for t in targets)]
     return "\n".join(parts)
 

@@ -24,10 +24,10 @@ from typing import Any
 from bench import fixtures as fx
 from bench import scenarios, subjects
 from bench.report import render, write_json
-from bench.resources import Resources, interrupt_on_sigterm
+from bench.resources import IMAGE, Resources, interrupt_on_sigterm
 from bench.stats import Op, Summary, summarize, time_interleaved
 from bench.targets import evaluate
-from runtime_client import GrpcSandboxFactory
+from runtime_client import GrpcSandboxFactory, Sandbox
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -45,7 +45,8 @@ class Plan:
 
     @classmethod
     def quick(cls) -> Plan:
-        return cls((3, 20), (2, 8), 2, 1.0, 3, 3, 2, 2)
+        # Even warm-ups: subjects sharing the "ops" sandbox each flip the edit file.
+        return cls((4, 20), (2, 8), 2, 1.0, 3, 3, 2, 2)
 
 
 def log(message: str) -> None:
@@ -88,28 +89,39 @@ async def bench(res: Resources, plan: Plan, args: argparse.Namespace, stamp: str
     raw.start()
     floor = subjects.FloorSubject(res.tmp / "floor")
     async with GrpcSandboxFactory(target) as factory, GrpcSandboxFactory(target) as unary:
+        runsc = await _runsc_available(factory, results)
         sandbox = await factory.create_sandbox("ops")
         sbx = subjects.SandboxdSubject(sandbox)
         # The same sandbox with one unary CallTool RPC per call (the path before
         # ToolCalls): the difference is what the shared stream saves.
         unary.transport._tool_stream_supported = False
         sbx_unary = subjects.SandboxdSubject(await unary.create_sandbox("ops"))
-        log("laying out the fixtures (1 KiB files, a 1,000-file tree) in all three subjects")
-        await asyncio.gather(sbx.setup(), asyncio.to_thread(_sync, raw.setup), floor.setup())
+        gvisor: subjects.SandboxdSubject | None = None
+        if runsc:
+            gvisor = subjects.SandboxdSubject(await _runsc_sandbox(factory, "ops-runsc"))
+        log("laying out the fixtures (1 KiB files, a 1,000-file tree) in every subject")
+        await asyncio.gather(
+            sbx.setup(),
+            asyncio.to_thread(_sync, raw.setup),
+            floor.setup(),
+            *([gvisor.setup()] if gvisor else []),
+        )
 
         log("per-operation latency")
         verbs = subjects.SandboxdVerbsSubject(sandbox)
-        results["ops"] = await per_op(
-            plan,
-            {
-                "sandboxd": sbx.ops(),
-                "sandboxd unary": sbx_unary.ops(),
-                "sandboxd verbs": verbs.ops(),
-                "raw exec": raw.ops(),
-                "floor": floor.ops(),
-            },
-        )
+        subject_ops = {
+            "sandboxd": sbx.ops(),
+            "sandboxd unary": sbx_unary.ops(),
+            "sandboxd verbs": verbs.ops(),
+            "raw exec": raw.ops(),
+            "floor": floor.ops(),
+        }
+        if gvisor:
+            subject_ops["sandboxd runsc"] = gvisor.ops()
+        results["ops"] = await per_op(plan, subject_ops)
         floor.close()
+        if gvisor:
+            await gvisor.sandbox.delete()
 
         if args.profile:
             from bench import profile
@@ -147,6 +159,11 @@ async def bench(res: Resources, plan: Plan, args: argparse.Namespace, stamp: str
         target, bursts=plan.bursts, size=5, prefix="burst"
     )
     deletes = cold_deletes + warm_deletes + burst_deletes
+    cold_runsc = None
+    if runsc:
+        cold_runsc, _ = await scenarios.create_to_first_command(
+            target, cold=True, n=plan.lifecycle, prefix="cold-runsc", options=scenarios.RUNSC
+        )
 
     log(f"throughput: 8 sandboxes, {plan.throughput_s:.0f} s per kind")
     async with GrpcSandboxFactory(target) as factory:
@@ -164,6 +181,19 @@ async def bench(res: Resources, plan: Plan, args: argparse.Namespace, stamp: str
         }
         for box in boxes:
             await box.delete()
+        if runsc:
+            log(f"throughput under runsc: 8 sandboxes, {plan.throughput_s:.0f} s per kind")
+            boxes = [await _runsc_sandbox(factory, f"tp-runsc-{i}") for i in range(8)]
+            for box in boxes:
+                await box.write_file(fx.READ_FILE, fx.KIB_TEXT)
+            results["throughput"]["file_runsc"] = await scenarios.throughput(
+                boxes, tool="read", args=read_args, callers=4, seconds=plan.throughput_s
+            )
+            results["throughput"]["bash_runsc"] = await scenarios.throughput(
+                boxes, tool="bash", args={"command": "true"}, callers=2, seconds=plan.throughput_s
+            )
+            for box in boxes:
+                await box.delete()
 
     log(f"idle memory: a fresh daemon (no pool), {plan.idle_instances} idle instances")
     fresh = res.start_daemon("--pool-size", "0", suffix="-mem")
@@ -181,6 +211,16 @@ async def bench(res: Resources, plan: Plan, args: argparse.Namespace, stamp: str
         "burst_later": later_bursts,
         "delete": summarize(deletes),
     }
+    if cold_runsc is not None:
+        results["lifecycle"]["cold_create_runsc"] = cold_runsc
+
+    if args.transfer:
+        from bench import transfer
+
+        log("moving files in and out: trees vs docker cp, fork, 1 GiB upload")
+        results["transfer"] = await transfer.measure(
+            target, res.docker, dict(res.labels), IMAGE, res.tmp
+        )
 
     if args.swerex:
         from bench import swerex
@@ -193,6 +233,21 @@ async def bench(res: Resources, plan: Plan, args: argparse.Namespace, stamp: str
     return results
 
 
+async def _runsc_available(factory: GrpcSandboxFactory, results: dict[str, Any]) -> bool:
+    """Record the runtimes GetStatus reports; the runsc column runs if runsc is there."""
+    status = await factory.transport.get_status()
+    results["meta"]["runtimes"] = [dataclasses.asdict(r) for r in status.runtimes]
+    available = any(r.name == "runsc" and r.available for r in status.runtimes)
+    if not available:
+        log("runsc is not registered with the engine (make engine): no gVisor column")
+    return available
+
+
+async def _runsc_sandbox(factory: GrpcSandboxFactory, instance_id: str) -> Sandbox:
+    await factory.transport.create_sandbox(instance_id, scenarios.RUNSC)
+    return await factory.create_sandbox(instance_id)
+
+
 def _sync(func: Any) -> Any:
     return asyncio.run(func())
 
@@ -203,6 +258,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", action="store_true", help="py-spy the daemon's hot path")
     parser.add_argument(
         "--no-swerex", dest="swerex", action="store_false", help="skip the SWE-ReX peer"
+    )
+    parser.add_argument(
+        "--no-transfer", dest="transfer", action="store_false", help="skip bench.transfer"
     )
     args = parser.parse_args(argv)
     plan = Plan.quick() if args.quick else Plan()

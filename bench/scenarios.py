@@ -12,10 +12,12 @@ from docker.models.containers import Container
 from bench import fixtures as fx
 from bench.resources import IMAGE, Daemon
 from bench.stats import Summary, summarize
-from runtime_client import GrpcSandboxFactory, Sandbox, SandboxOptions, SandboxToolResult
+from runtime_client import GrpcSandboxFactory, Runtime, Sandbox, SandboxOptions, SandboxToolResult
 
 #: Options the warm pool cannot serve, so a create goes the cold path.
 COLD = SandboxOptions(env={"BENCH_COLD": "1"})
+#: The gVisor column: the pool holds runc workspaces, so every runsc create is cold.
+RUNSC = SandboxOptions(runtime=Runtime.RUNSC)
 
 
 def _ok(result: SandboxToolResult, what: str) -> SandboxToolResult:
@@ -62,14 +64,16 @@ async def wait_pool_full(factory: GrpcSandboxFactory, timeout: float = 60.0) -> 
 
 
 async def create_to_first_command(
-    target: str, *, cold: bool, n: int, prefix: str
+    target: str, *, cold: bool, n: int, prefix: str, options: SandboxOptions | None = None
 ) -> tuple[Summary, list[float]]:
     """Create -> first ``bash true`` answered, and the deletes that follow."""
     creates: list[float] = []
     deletes: list[float] = []
+    if options is None:
+        options = COLD if cold else None
     async with (
         GrpcSandboxFactory(target) as control,
-        GrpcSandboxFactory(target, options=COLD if cold else None) as factory,
+        GrpcSandboxFactory(target, options=options) as factory,
     ):
         for i in range(n + 1):  # the first is a warm-up
             if not cold:

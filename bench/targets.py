@@ -107,4 +107,9 @@ def evaluate(results: dict[str, Any]) -> list[Target]:
             Target("daemon RSS growth per idle instance <= 2 MiB",
                    memory["daemon_rss_growth_per_instance_mib"], 2, "MiB")
         )  # fmt: skip
+    if results.get("transfer"):
+        from bench import transfer
+
+        for name, value, limit, unit, higher in transfer.targets(results["transfer"]):
+            targets.append(Target(name, value, limit, unit, higher_is_better=higher))
     return targets

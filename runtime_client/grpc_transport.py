@@ -20,6 +20,9 @@ from sandboxd.models import (
     ExistsResult,
     FileInfo,
     ForkResult,
+    ProcessEvent,
+    ProcessInfo,
+    ProcessRequest,
     ReadFileResult,
     SandboxInfo,
     SandboxOptions,
@@ -244,6 +247,41 @@ class GrpcTransport:
             # the command running (and, by backpressure, its workspace waiting).
             call.cancel()
 
+    # ------------------------------------------------------------ processes
+
+    @mapped
+    async def start_process(self, instance_id: str, request: ProcessRequest) -> ProcessInfo:
+        reply = await self.stub.StartProcess(convert.process_request_to_pb(instance_id, request))
+        return convert.process_info_from_pb(reply)
+
+    def connect_process(
+        self, instance_id: str, handle: str, offset: int | None = None
+    ) -> GrpcProcessConnection:
+        return GrpcProcessConnection(self.stub, instance_id, handle, offset)
+
+    @mapped
+    async def resize_process(
+        self, instance_id: str, handle: str, rows: int, cols: int
+    ) -> ProcessInfo:
+        reply = await self.stub.ResizeProcess(
+            pb.ResizeProcessRequest(
+                instance_id=instance_id, handle=handle, size=pb.TerminalSize(rows=rows, cols=cols)
+            )
+        )
+        return convert.process_info_from_pb(reply)
+
+    @mapped
+    async def signal_process(self, instance_id: str, handle: str, signal: int) -> ProcessInfo:
+        reply = await self.stub.SignalProcess(
+            pb.SignalProcessRequest(instance_id=instance_id, handle=handle, signal=signal)
+        )
+        return convert.process_info_from_pb(reply)
+
+    @mapped
+    async def list_processes(self, instance_id: str) -> list[ProcessInfo]:
+        reply = await self.stub.ListProcesses(pb.ListProcessesRequest(instance_id=instance_id))
+        return [convert.process_info_from_pb(p) for p in reply.processes]
+
     @mapped
     async def call_tool(
         self,
@@ -402,3 +440,37 @@ async def _client_stream(
         if failure:
             raise failure[0] from None
         raise
+
+
+class GrpcProcessConnection:
+    """``ConnectProcess``: the first message names the process, then stdin follows."""
+
+    def __init__(
+        self,
+        stub: pb_grpc.SandboxServiceStub,
+        instance_id: str,
+        handle: str,
+        offset: int | None,
+    ) -> None:
+        self._call = stub.ConnectProcess()
+        self._first = pb.ProcessInput(instance_id=instance_id, handle=handle, offset=offset)
+        self._opened = False
+
+    async def _open(self) -> None:
+        if not self._opened:
+            self._opened = True
+            await self._call.write(self._first)
+
+    @mapped
+    async def send(self, data: bytes, *, close: bool = False) -> None:
+        await self._open()
+        await self._call.write(pb.ProcessInput(data=data, close_stdin=close))
+
+    @mapped_stream
+    async def events(self) -> AsyncIterator[ProcessEvent]:
+        await self._open()
+        async for message in self._call:
+            yield convert.process_event_from_pb(message)
+
+    async def aclose(self) -> None:
+        self._call.cancel()

@@ -8,6 +8,8 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Protocol
 
 from runtime_client import transfer_io
+from runtime_client.errors import NotFound
+from runtime_client.processes import Process
 from runtime_client.transfer_io import Progress, Source
 from runtime_client.transport import SandboxTransport
 from sandboxd.models import (
@@ -18,6 +20,8 @@ from sandboxd.models import (
     ExistsResult,
     FileInfo,
     ForkResult,
+    ProcessInfo,
+    ProcessRequest,
     ReadFileResult,
     SandboxInfo,
     SandboxOptions,
@@ -225,6 +229,41 @@ class Sandbox:
         forked = Sandbox(self._transport, new_id)
         forked.fork_result = result
         return forked
+
+    # ------------------------------------------------------------ long-lived processes
+
+    async def start_process(
+        self,
+        command: str | Sequence[str],
+        *,
+        cwd: str = "",
+        env: Mapping[str, str] | None = None,
+        pty: tuple[int, int] | None = None,
+    ) -> Process:
+        """Start a process that outlives this call: a string runs under ``bash -c``.
+
+        ``pty=(rows, cols)`` runs it on a pseudo-terminal (stdout and stderr
+        merge, as on any terminal). See ``runtime_client.processes.Process``.
+        """
+        request = ProcessRequest(
+            argv=None if isinstance(command, str) else tuple(command),
+            shell=command if isinstance(command, str) else None,
+            cwd=cwd,
+            env=dict(env or {}),
+            pty=pty,
+        )
+        info = await self._transport.start_process(self.instance_id, request)
+        return Process(self._transport, self.instance_id, info, offset=0)
+
+    async def connect_process(self, handle: str, *, offset: int | None = None) -> Process:
+        """Re-attach to a process: output from ``offset`` (None: all still kept), then live."""
+        for info in await self._transport.list_processes(self.instance_id):
+            if info.handle == handle:
+                return Process(self._transport, self.instance_id, info, offset=offset)
+        raise NotFound(f"no process {handle!r} in sandbox {self.instance_id!r}")
+
+    async def list_processes(self) -> list[ProcessInfo]:
+        return await self._transport.list_processes(self.instance_id)
 
     # ------------------------------------------------------------ the six tools
 

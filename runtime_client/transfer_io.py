@@ -2,7 +2,7 @@
 
 Blocking file and tar work runs on a worker thread and meets the event loop
 through a bounded queue, so a transfer of any size holds a few chunks in
-memory. Plain asyncio: the client's base install has nothing else.
+memory. Standard library only (asyncio), like the rest of the client layer.
 """
 
 from __future__ import annotations
@@ -10,13 +10,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import stat
 import tarfile
+import threading
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable
 from pathlib import Path
 from typing import IO, Any
 
-#: How much of a local file one read takes. Not a contract: the daemon re-chunks
-#: whatever it is sent to its own transfer size.
+#: Bytes read from a local file per chunk (the daemon re-chunks as it needs).
 CHUNK = 1 << 20
 
 Source = str | os.PathLike[str] | bytes | AsyncIterable[bytes] | Iterable[bytes]
@@ -24,7 +25,7 @@ Progress = Callable[[int], None]
 
 
 async def file_chunks(path: str | os.PathLike[str]) -> AsyncIterator[bytes]:
-    handle = await asyncio.to_thread(lambda: open(path, "rb"))  # noqa: SIM115
+    handle = await asyncio.to_thread(open, path, "rb")
     try:
         while chunk := await asyncio.to_thread(handle.read, CHUNK):
             yield chunk
@@ -59,29 +60,71 @@ async def _from_iterable(items: Iterable[bytes]) -> AsyncIterator[bytes]:
         yield item
 
 
-def _on_loop(loop: asyncio.AbstractEventLoop, work: Any) -> Any:
-    """Run a coroutine on the event loop from a worker thread; wait for it."""
-    return asyncio.run_coroutine_threadsafe(work, loop).result()
+class _Bridge:
+    """A bounded queue from a worker thread to the event loop; the thread stops
+    (``_Stopped``) when the consumer goes away."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.queue: asyncio.Queue[bytes | None] = asyncio.Queue(maxsize=4)
+        self.stopped = threading.Event()
+
+    def put(self, item: bytes | None) -> None:
+        while True:
+            if self.stopped.is_set():
+                raise _Stopped
+            future = asyncio.run_coroutine_threadsafe(self.queue.put(item), self.loop)
+            try:
+                future.result(timeout=0.5)
+                return
+            except TimeoutError:
+                future.cancel()
+
+
+class _Stopped(Exception):
+    pass
 
 
 class _Writer:
     """A file object for tarfile that hands chunks to the event loop."""
 
-    def __init__(self, send: Callable[[bytes], Any]) -> None:
-        self._send = send
+    def __init__(self, bridge: _Bridge) -> None:
+        self._bridge = bridge
         self._buffer = bytearray()
 
     def write(self, data: bytes) -> int:
         self._buffer += data
         if len(self._buffer) >= CHUNK:
-            self._send(bytes(self._buffer))
+            self._bridge.put(bytes(self._buffer))
             self._buffer.clear()
         return len(data)
 
     def flush_rest(self) -> None:
         if self._buffer:
-            self._send(bytes(self._buffer))
+            self._bridge.put(bytes(self._buffer))
             self._buffer.clear()
+
+
+def _add(tar: tarfile.TarFile, path: str, name: str) -> None:
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return
+    member = tarfile.TarInfo(name)
+    member.mode = stat.S_IMODE(info.st_mode)
+    member.mtime = int(info.st_mtime)
+    if stat.S_ISDIR(info.st_mode):
+        member.type = tarfile.DIRTYPE
+        tar.addfile(member)
+    elif stat.S_ISLNK(info.st_mode):
+        member.type = tarfile.SYMTYPE
+        member.linkname = os.readlink(path)
+        tar.addfile(member)
+    elif stat.S_ISREG(info.st_mode):
+        with open(path, "rb") as handle:
+            member.size = os.fstat(handle.fileno()).st_size
+            tar.addfile(member, handle)
+    # sockets, FIFOs and devices are left out
 
 
 async def tar_of(folder: str | os.PathLike[str]) -> AsyncIterator[bytes]:
@@ -89,38 +132,37 @@ async def tar_of(folder: str | os.PathLike[str]) -> AsyncIterator[bytes]:
     root = Path(folder)
     if not await asyncio.to_thread(root.is_dir):
         raise NotADirectoryError(f"{root} is not a folder")
-    loop = asyncio.get_running_loop()
-    queue: asyncio.Queue[bytes | None] = asyncio.Queue(maxsize=4)
+    bridge = _Bridge(asyncio.get_running_loop())
 
     def produce() -> None:
-        writer = _Writer(lambda chunk: _on_loop(loop, queue.put(chunk)))
-        with tarfile.open(fileobj=writer, mode="w|", format=tarfile.PAX_FORMAT) as tar:  # type: ignore[call-overload]
-            for dirpath, dirnames, filenames in os.walk(root):
-                dirnames.sort()
-                base = Path(dirpath)
-                for name in [*dirnames, *sorted(filenames)]:
-                    path = base / name
-                    tar.add(path, arcname=str(path.relative_to(root)), recursive=False)
-        writer.flush_rest()
-
-    async def run() -> None:
+        writer = _Writer(bridge)
         try:
-            await asyncio.to_thread(produce)
+            # GNU format, headers built from lstat: no pax record per file and
+            # no user/group name lookups, the two costs of tarfile.add.
+            with tarfile.open(fileobj=writer, mode="w|", format=tarfile.GNU_FORMAT) as tar:  # type: ignore[call-overload]
+                for dirpath, dirnames, filenames in os.walk(root):
+                    dirnames.sort()
+                    prefix = os.path.relpath(dirpath, root)
+                    for name in [*dirnames, *sorted(filenames)]:
+                        rel = name if prefix == "." else f"{prefix}/{name}"
+                        _add(tar, os.path.join(dirpath, name), rel)
+                        tar.members.clear()
+            writer.flush_rest()
         finally:
-            await queue.put(None)
+            with contextlib.suppress(_Stopped):
+                bridge.put(None)
 
-    producer = asyncio.create_task(run())
+    worker = asyncio.ensure_future(asyncio.to_thread(produce))
     try:
-        while (chunk := await queue.get()) is not None:
+        while (chunk := await bridge.queue.get()) is not None:
             yield chunk
-        await producer  # the producer's error, if it failed
+        await worker  # a failure of the tar thread is the caller's error
     finally:
-        if not producer.done():
-            # The consumer stopped early: drain so the producer's puts return.
-            while not producer.done():
-                while not queue.empty():
-                    queue.get_nowait()
-                await asyncio.sleep(0.01)
+        bridge.stopped.set()
+        while not bridge.queue.empty():
+            bridge.queue.get_nowait()
+        with contextlib.suppress(_Stopped, Exception):
+            await worker
 
 
 async def write_file(
@@ -131,7 +173,7 @@ async def write_file(
     target = Path(dest)
     temp = target.with_name(f".{target.name}.part")
     others: list[Any] = []
-    handle: IO[bytes] = await asyncio.to_thread(lambda: open(temp, "wb"))  # noqa: SIM115
+    handle: IO[bytes] = await asyncio.to_thread(open, temp, "wb")
     try:
         async for item in chunks:
             if isinstance(item, bytes):
@@ -151,14 +193,15 @@ async def write_file(
 class _Reader:
     """A file object for tarfile that pulls chunks from the event loop."""
 
-    def __init__(self, pull: Callable[[], Any]) -> None:
+    def __init__(self, pull: Callable[[], Any], loop: asyncio.AbstractEventLoop) -> None:
         self._pull = pull
+        self._loop = loop
         self._buffer = b""
         self._eof = False
 
     def read(self, size: int = -1) -> bytes:
         while not self._buffer and not self._eof:
-            chunk = self._pull()
+            chunk = asyncio.run_coroutine_threadsafe(self._pull(), self._loop).result()
             if chunk is None:
                 self._eof = True
             else:
@@ -176,7 +219,7 @@ async def extract_to(chunks: AsyncIterator[Any], dest: str | os.PathLike[str]) -
     devices); returns the non-byte items."""
     others: list[Any] = []
     folder = Path(dest)
-    await asyncio.to_thread(lambda: folder.mkdir(parents=True, exist_ok=True))
+    await asyncio.to_thread(folder.mkdir, parents=True, exist_ok=True)
     loop = asyncio.get_running_loop()
 
     async def pull() -> bytes | None:
@@ -187,8 +230,7 @@ async def extract_to(chunks: AsyncIterator[Any], dest: str | os.PathLike[str]) -
         return None
 
     def extract() -> None:
-        reader = _Reader(lambda: _on_loop(loop, pull()))
-        with tarfile.open(fileobj=reader, mode="r|") as tar:  # type: ignore[call-overload]
+        with tarfile.open(fileobj=_Reader(pull, loop), mode="r|") as tar:  # type: ignore[call-overload]
             tar.extractall(folder, filter="data")
 
     await asyncio.to_thread(extract)

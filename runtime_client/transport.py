@@ -18,6 +18,9 @@ from sandboxd.models import (
     ExistsResult,
     FileInfo,
     ForkResult,
+    ProcessEvent,
+    ProcessInfo,
+    ProcessRequest,
     ReadFileResult,
     SandboxInfo,
     SandboxOptions,
@@ -27,6 +30,22 @@ from sandboxd.models import (
     TreeUploadResult,
     WriteFileResult,
 )
+
+
+class ProcessConnection(Protocol):
+    """One attachment to a long-lived process: stdin in, output out."""
+
+    async def send(self, data: bytes, *, close: bool = False) -> None:
+        """Write ``data`` to the process's stdin; ``close`` ends its input after it."""
+        ...
+
+    def events(self) -> AsyncIterator[ProcessEvent]:
+        """Output from the attach offset on, as produced; the last event is the exit."""
+        ...
+
+    async def aclose(self) -> None:
+        """Detach (the process goes on running)."""
+        ...
 
 
 class SandboxTransport(Protocol):
@@ -116,3 +135,16 @@ class SandboxTransport(Protocol):
     async def fork_sandbox(
         self, source_id: str, new_id: str, options: SandboxOptions | None = None
     ) -> ForkResult: ...
+    async def start_process(self, instance_id: str, request: ProcessRequest) -> ProcessInfo: ...
+
+    def connect_process(
+        self, instance_id: str, handle: str, offset: int | None = None
+    ) -> ProcessConnection: ...
+
+    async def resize_process(
+        self, instance_id: str, handle: str, rows: int, cols: int
+    ) -> ProcessInfo: ...
+
+    async def signal_process(self, instance_id: str, handle: str, signal: int) -> ProcessInfo: ...
+
+    async def list_processes(self, instance_id: str) -> list[ProcessInfo]: ...

@@ -202,11 +202,22 @@ class PoolStatus:
 
 
 @dataclass(frozen=True)
+class RuntimeInfo:
+    """A container runtime as the engine offers it (see GetStatus)."""
+
+    name: str
+    version: str = ""
+    platform: str = ""
+    available: bool = False
+
+
+@dataclass(frozen=True)
 class ServerStatus:
     version: str
     backend: str
     namespace: str
     pool: PoolStatus
+    runtimes: tuple[RuntimeInfo, ...] = ()
 
 
 # ---------------------------------------------------------------- transfers
@@ -250,3 +261,72 @@ class ToolDescription:
     name: str
     description: str
     input_schema: Mapping[str, Any]
+
+
+# ---------------------------------------------------------------- processes
+
+
+@dataclass(frozen=True)
+class ProcessRequest:
+    """A long-lived process to start: exactly one of ``argv`` and ``shell``."""
+
+    argv: tuple[str, ...] | None = None
+    shell: str | None = None
+    cwd: str = ""
+    env: Mapping[str, str] = field(default_factory=dict)
+    #: (rows, cols) of a pseudo-terminal to run it on; None: pipes.
+    pty: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True)
+class ProcessInfo:
+    handle: str
+    pid: int
+    command: tuple[str, ...]
+    state: str  # "running" | "exited"
+    exit_code: int | None  # 128+N when killed by signal N
+    signal: int | None
+    pty: bool
+    started: float
+    output_bytes: int
+    log_path: str
+
+    @classmethod
+    def from_raw(cls, raw: Mapping[str, Any]) -> ProcessInfo:
+        """From the executor's answer, which comes from inside the sandbox: checked."""
+        command = raw.get("command")
+        exit_code, sig = raw.get("exit_code"), raw.get("signal")
+        state = raw.get("state")
+        return cls(
+            handle=str(raw.get("handle", ""))[:64],
+            pid=int(raw.get("pid") or 0),
+            command=tuple(str(c) for c in command[:1000]) if isinstance(command, list) else (),
+            state=state if state in ("running", "exited") else "exited",
+            exit_code=int(exit_code) if isinstance(exit_code, int) else None,
+            signal=int(sig) if isinstance(sig, int) else None,
+            pty=bool(raw.get("pty")),
+            started=float(raw.get("started") or 0.0),
+            output_bytes=int(raw.get("output_bytes") or 0),
+            log_path=str(raw.get("log_path", ""))[:4096],
+        )
+
+
+@dataclass(frozen=True)
+class ProcessChunk:
+    """Output of a process: ``offset`` is that of ``data``'s first byte."""
+
+    stream: str  # "stdout" | "stderr"
+    data: bytes
+    offset: int
+
+
+@dataclass(frozen=True)
+class ProcessExit:
+    """The last event of an attachment: the process is done, its output all sent."""
+
+    info: ProcessInfo
+    missed: int  # bytes that aged out of the executor's buffer before this client read them
+    offset: int
+
+
+ProcessEvent = ProcessChunk | ProcessExit

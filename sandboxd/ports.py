@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Protocol
 
-from sandboxd.models import ForkResult, PoolStatus, SandboxInfo, SandboxOptions
+from sandboxd.models import ForkResult, PoolStatus, RuntimeInfo, SandboxInfo, SandboxOptions
 
 
 class Workspace(Protocol):
@@ -47,6 +47,10 @@ class WorkspaceBackend(Protocol):
     async def get(self, instance_id: str) -> SandboxInfo: ...
 
     def pool_status(self) -> PoolStatus: ...
+
+    async def runtimes(self) -> list[RuntimeInfo]:
+        """The container runtimes this backend can create workspaces with."""
+        ...
 
     async def list(self, label_selector: Mapping[str, str]) -> list[SandboxInfo]: ...
 

@@ -21,6 +21,7 @@ from sandboxd.auth import current_scope
 from sandboxd.config import Settings
 from sandboxd.errors import InvalidArgument, ResourceExhausted, SandboxdError
 from sandboxd.executor.files import ABSENT
+from sandboxd.executor.processes import MAX_TERMINAL_SIZE
 from sandboxd.executor.tools import TOOL_NAMES
 from sandboxd.executor.transfer import CHUNK, WINDOW
 from sandboxd.models import (
@@ -34,6 +35,11 @@ from sandboxd.models import (
     FileInfo,
     FileType,
     ForkResult,
+    ProcessChunk,
+    ProcessEvent,
+    ProcessExit,
+    ProcessInfo,
+    ProcessRequest,
     ReadFileResult,
     SandboxInfo,
     SandboxOptions,
@@ -124,6 +130,7 @@ class SandboxService:
             backend=self.backend.name,
             namespace=self.settings.namespace,
             pool=self.backend.pool_status(),
+            runtimes=tuple(await self.backend.runtimes()),
         )
 
     async def _workspace(self, instance_id: str) -> Workspace:
@@ -223,6 +230,7 @@ class SandboxService:
         for part in [*(request.argv or ()), request.shell or "", request.cwd]:
             if "\x00" in part:
                 raise InvalidArgument("command and cwd must not contain NUL bytes")
+            validation.text(part, "command and cwd")
         validation.env(request.env)
         self._check_payload(len(request.stdin), "stdin")
         timeout_ms = request.timeout_ms or self.settings.exec_timeout_ms
@@ -309,8 +317,13 @@ class SandboxService:
             raise InvalidArgument(f"unknown tool {name!r}; the tools are {', '.join(TOOL_NAMES)}")
         if not isinstance(arguments, Mapping):
             raise InvalidArgument("tool arguments must be an object")
+        validation.json_tree(dict(arguments), "tool arguments")
+        if tool_call_id is not None:
+            validation.text(tool_call_id, "tool_call_id")
         if cwd is not None and (not cwd or len(cwd) > 4096 or "\x00" in cwd):
             raise InvalidArgument("cwd must be 1-4096 characters without NUL")
+        if cwd is not None:
+            validation.text(cwd, "cwd")
         workspace = await self._workspace(instance_id)
         request: dict[str, Any] = {"name": name, "args": dict(arguments)}
         if tool_call_id:
@@ -324,6 +337,98 @@ class SandboxService:
             is_error=bool(raw.get("is_error")),
             fields=fields if isinstance(fields, dict) else {},
         )
+
+    # ------------------------------------------------------------ processes
+
+    async def start_process(self, instance_id: str, request: ProcessRequest) -> ProcessInfo:
+        if (request.argv is None) == (request.shell is None):
+            raise InvalidArgument("give exactly one of argv and shell")
+        if request.argv is not None and not request.argv:
+            raise InvalidArgument("argv must name a program")
+        for part in [*(request.argv or ()), request.shell or "", request.cwd]:
+            if "\x00" in part:
+                raise InvalidArgument("command and cwd must not contain NUL bytes")
+        validation.env(request.env)
+        args: dict[str, Any] = {
+            "argv": list(request.argv) if request.argv is not None else None,
+            "shell": request.shell,
+            "cwd": request.cwd,
+            "env": dict(request.env),
+        }
+        if request.pty is not None:
+            rows, cols = request.pty
+            _check_terminal_size(rows, cols)
+            args["pty"] = {"rows": rows, "cols": cols}
+        workspace = await self._workspace(instance_id)
+        return ProcessInfo.from_raw(await workspace.call("proc_start", args))
+
+    async def process_output(
+        self, instance_id: str, handle: str, offset: int | None = None
+    ) -> AsyncIterator[ProcessEvent]:
+        """The output of ``handle`` from ``offset`` (None: all still kept), live, then its exit."""
+        _check_handle(handle)
+        if offset is not None and offset < 0:
+            raise InvalidArgument(f"offset must not be negative (got {offset})")
+        workspace = await self._workspace(instance_id)
+        args: dict[str, Any] = {"handle": handle}
+        if offset is not None:
+            args["offset"] = offset
+        async for event in workspace.stream("proc_attach", args):
+            result = event.get("result")
+            if isinstance(result, dict):
+                yield ProcessExit(
+                    info=ProcessInfo.from_raw(result),
+                    missed=int(result.get("missed") or 0),
+                    offset=int(result.get("offset") or 0),
+                )
+                return
+            data = event.get("data")
+            if isinstance(data, bytes):
+                stream = "stderr" if event.get("stream") == "stderr" else "stdout"
+                yield ProcessChunk(stream=stream, data=data, offset=int(event.get("offset") or 0))
+
+    def connect_process(
+        self, instance_id: str, handle: str, offset: int | None = None
+    ) -> InProcessConnection:
+        """An attachment for in-process clients (the local factory); see ConnectProcess."""
+        return InProcessConnection(self, instance_id, handle, offset)
+
+    async def write_process(
+        self, instance_id: str, handle: str, data: bytes, *, close: bool = False
+    ) -> int:
+        _check_handle(handle)
+        self._check_payload(len(data), "data")
+        workspace = await self._workspace(instance_id)
+        raw = await workspace.call("proc_write", {"handle": handle, "data": data, "eof": close})
+        return int(raw.get("written") or 0)
+
+    async def resize_process(
+        self, instance_id: str, handle: str, rows: int, cols: int
+    ) -> ProcessInfo:
+        _check_handle(handle)
+        _check_terminal_size(rows, cols)
+        workspace = await self._workspace(instance_id)
+        raw = await workspace.call("proc_resize", {"handle": handle, "rows": rows, "cols": cols})
+        return ProcessInfo.from_raw(raw)
+
+    async def signal_process(self, instance_id: str, handle: str, signal: int) -> ProcessInfo:
+        _check_handle(handle)
+        if not 1 <= signal <= MAX_SIGNAL:
+            raise InvalidArgument(
+                f"signal {signal} is out of range: give a signal number from 1 to {MAX_SIGNAL} "
+                "(e.g. 2 for SIGINT, 15 for SIGTERM, 9 for SIGKILL)"
+            )
+        workspace = await self._workspace(instance_id)
+        raw = await workspace.call("proc_signal", {"handle": handle, "signal": signal})
+        return ProcessInfo.from_raw(raw)
+
+    async def list_processes(self, instance_id: str) -> list[ProcessInfo]:
+        workspace = await self._workspace(instance_id)
+        raw = await workspace.call("proc_list", {})
+        entries = raw.get("processes")
+        if not isinstance(entries, list):
+            return []
+        return [ProcessInfo.from_raw(e) for e in entries[:1000] if isinstance(e, dict)]
 
     def _check_payload(self, size: int, field: str, *, streaming: str = "") -> None:
         limit = self.settings.max_payload_bytes
@@ -596,3 +701,38 @@ async def _abort_transfer(workspace: Workspace, session: str) -> None:
 
 #: Abort tasks still running (a reference keeps them from being collected).
 _BACKGROUND: set[asyncio.Task[None]] = set()
+
+#: Linux's largest signal number (SIGRTMAX).
+MAX_SIGNAL = 64
+
+
+def _check_handle(handle: str) -> None:
+    if not handle or len(handle) > 64 or "\x00" in handle:
+        raise InvalidArgument("handle must be 1-64 characters without NUL, e.g. proc_1")
+
+
+def _check_terminal_size(rows: int, cols: int) -> None:
+    for name, value in (("rows", rows), ("cols", cols)):
+        if not 1 <= value <= MAX_TERMINAL_SIZE:
+            raise InvalidArgument(f"pty {name} must be from 1 to {MAX_TERMINAL_SIZE} (got {value})")
+
+
+class InProcessConnection:
+    """A process attachment without a wire: output and stdin are service calls."""
+
+    def __init__(
+        self, service: SandboxService, instance_id: str, handle: str, offset: int | None
+    ) -> None:
+        self._service = service
+        self._instance_id = instance_id
+        self._handle = handle
+        self._output = service.process_output(instance_id, handle, offset)
+
+    async def send(self, data: bytes, *, close: bool = False) -> None:
+        await self._service.write_process(self._instance_id, self._handle, data, close=close)
+
+    def events(self) -> AsyncIterator[ProcessEvent]:
+        return self._output
+
+    async def aclose(self) -> None:
+        await self._output.aclose()  # type: ignore[attr-defined]

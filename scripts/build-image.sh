@@ -80,74 +80,6 @@ fi
 # shellcheck source=scripts/lib/apt.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib/apt.sh"
 
-# ---- host apt sources: prints "URI SUITE" per enabled `deb` entry -----------
-host_apt_sources() {
-    local f deb822=() oneline=()
-    for f in /etc/apt/sources.list.d/*.sources; do [ -f "$f" ] && deb822+=("$f"); done
-    [ -f /etc/apt/sources.list ] && oneline+=(/etc/apt/sources.list)
-    for f in /etc/apt/sources.list.d/*.list; do [ -f "$f" ] && oneline+=("$f"); done
-
-    if [ "${#deb822[@]}" -gt 0 ]; then
-        awk '
-            function flush(   n, m, i, j, U, S) {
-                if (types ~ /(^|[ \t])deb([ \t]|$)/ && tolower(enabled) !~ /^[ \t]*no/) {
-                    n = split(uris, U, /[ \t]+/); m = split(suites, S, /[ \t]+/)
-                    for (i = 1; i <= n; i++) if (U[i] != "")
-                        for (j = 1; j <= m; j++) if (S[j] != "") print U[i], S[j]
-                }
-                types = uris = suites = enabled = last = ""
-            }
-            FNR == 1 { flush() }
-            /^[ \t]*#/ { next }
-            /^[ \t]*$/ { flush(); next }
-            /^[ \t]/ {               # continuation line
-                if (last == "uris") uris = uris " " $0
-                else if (last == "suites") suites = suites " " $0
-                else if (last == "types") types = types " " $0
-                next
-            }
-            {
-                k = tolower($0); sub(/:.*/, "", k)
-                v = $0; sub(/^[^:]*:[ \t]*/, "", v)
-                last = k
-                if (k == "types") types = v
-                else if (k == "uris") uris = v
-                else if (k == "suites") suites = v
-                else if (k == "enabled") enabled = v
-            }
-            END { flush() }
-        ' "${deb822[@]}"
-    fi
-    if [ "${#oneline[@]}" -gt 0 ]; then
-        awk '
-            { sub(/#.*/, "") }
-            /^[ \t]*deb[ \t]/ {
-                line = $0; gsub(/\[[^]]*\]/, " ", line)
-                n = split(line, F, /[ \t]+/)
-                k = 1; while (k <= n && F[k] == "") k++
-                if (F[k] == "deb" && F[k+1] != "" && F[k+2] != "") print F[k+1], F[k+2]
-            }
-        ' "${oneline[@]}"
-    fi
-}
-
-usable_uri() { [[ "$1" =~ ^(https?|ftp|file):// ]]; }
-
-# The mirror for debootstrap: a host URI serving $SUITE itself; failing that,
-# the first plain (non-security) Debian-style URI the host uses.
-pick_mirror() {
-    local uri suite fallback=""
-    while read -r uri suite; do
-        usable_uri "$uri" || continue
-        if [ "$suite" = "$SUITE" ]; then echo "$uri"; return 0; fi
-        if [ -z "$fallback" ] && [[ "$suite" != *-security* && "$suite" != */updates* && "$uri" != *security* ]]; then
-            fallback="$uri"
-        fi
-    done < <(host_apt_sources)
-    [ -n "$fallback" ] && { echo "$fallback"; return 0; }
-    return 1
-}
-
 # ---- offline base: debootstrap + docker import ------------------------------
 BOOTSTRAP_DIR=""
 cleanup_bootstrap() {
@@ -163,7 +95,7 @@ cleanup_bootstrap() {
 bootstrap_base() {
     [ "$(id -u)" -eq 0 ] || die "building the offline base image needs root (debootstrap)"
     local mirror
-    mirror="$(pick_mirror)" || die "no usable Debian mirror found in /etc/apt/sources.list{,.d/*}"
+    mirror="$(pick_mirror "$SUITE")" || die "no usable Debian mirror found in /etc/apt/sources.list{,.d/*}"
     log "no registry image available: bootstrapping $LOCAL_BASE with debootstrap from $mirror"
     command -v debootstrap >/dev/null 2>&1 || apt_install debootstrap
 

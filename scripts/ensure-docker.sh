@@ -26,9 +26,9 @@ engine_up() {
 
 # ---- fast path --------------------------------------------------------------
 if engine_up; then
-    # A running engine may still lack gVisor: register it (idempotent, reloads dockerd).
-    if [ "${SANDBOXD_GVISOR:-0}" = "1" ] && ! docker info --format '{{json .Runtimes}}' 2>/dev/null | grep -q '"runsc"'; then
-        log "engine up without runsc: registering gVisor"
+    # A running engine may lack gVisor or carry an old runsc: register-gvisor.sh
+    # is idempotent (cached binary, SIGHUP only when daemon.json changes).
+    if [ "${SANDBOXD_GVISOR:-0}" = "1" ]; then
         "$SCRIPT_DIR/register-gvisor.sh" || log "gVisor registration failed; continuing without runsc"
     fi
     exit 0

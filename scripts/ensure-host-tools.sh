@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Host tools the test suite needs besides Docker: ripgrep (the grep tool's two
-# engines are compared on the host too) and docker-compose (the example
-# deploy/compose.yaml is checked by the real tool). Idempotent.
+# engines are compared on the host too), docker-compose (the example
+# deploy/compose.yaml is checked by the real tool) and tmux (a real terminal
+# for the `sandboxctl shell` test). Idempotent.
 set -euo pipefail
 
 log() { echo "[ensure-host-tools] $*" >&2; }
 
 # command -> Debian package
-declare -A TOOLS=([rg]=ripgrep [docker-compose]=docker-compose)
+declare -A TOOLS=([rg]=ripgrep [docker-compose]=docker-compose [tmux]=tmux)
 
 missing=()
 for cmd in "${!TOOLS[@]}"; do

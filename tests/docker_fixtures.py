@@ -43,12 +43,12 @@ def _engine_problem() -> str | None:
 
 def remove_namespace_resources(client: docker.DockerClient, prefix: str) -> None:
     """Remove every container and volume whose namespace starts with ``prefix``."""
-    # Low-level list: no inspect per container, so another run's container
-    # vanishing meanwhile cannot fail this one's clean-up.
-    for entry in client.api.containers(all=True, filters={"label": f"{labels.MANAGED}=true"}):
-        if (entry.get("Labels") or {}).get(labels.NAMESPACE, "").startswith(prefix):
+    # The low-level listing: containers.list inspects each container, which
+    # races with other test runs on the same engine removing theirs.
+    for found in client.api.containers(all=True, filters={"label": f"{labels.MANAGED}=true"}):
+        if (found.get("Labels") or {}).get(labels.NAMESPACE, "").startswith(prefix):
             with contextlib.suppress(docker.errors.NotFound):
-                client.api.remove_container(entry["Id"], force=True)
+                client.api.remove_container(found["Id"], force=True)
     for volume in client.volumes.list(filters={"label": f"{labels.MANAGED}=true"}):
         volume_labels = volume.attrs.get("Labels") or {}
         if volume_labels.get(labels.NAMESPACE, "").startswith(prefix):

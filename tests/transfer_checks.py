@@ -257,3 +257,15 @@ async def fork_errors(sandbox: Sandbox, other_id: str, missing_id: str) -> None:
         await sandbox.fork("bad id!")
     with pytest.raises(InvalidArgument):
         await sandbox.fork(sandbox.instance_id)
+
+
+async def symlink_planted_by_the_workload(sandbox: Sandbox) -> None:
+    """The workload put a symlink where the tar has a folder: extraction must
+    not follow it out of the target (here: into a sibling folder)."""
+    await sandbox.make_dir("race/outside", parents=True)
+    await sandbox.make_dir("race/target", parents=True)
+    planted = await sandbox.exec(["ln", "-s", "../outside", "sub"], cwd="race/target")
+    assert planted.exit_code == 0, planted.stderr
+    with pytest.raises(InvalidArgument, match=r"'sub/x\.txt'.*not a folder"):
+        await sandbox.upload_tree(_tar(("sub/x.txt", "file", "escaped")), "race/target")
+    assert await sandbox.list_dir("race/outside") == []

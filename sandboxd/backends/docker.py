@@ -24,19 +24,35 @@ import requests
 from docker.models.containers import Container
 from docker.types import LogConfig, Mount
 
-from sandboxd.backends import clone, disk, labels
+from sandboxd.backends import clone, disk, labels, runtimes
 from sandboxd.backends.docker_pool import WarmPool
 from sandboxd.backends.docker_workspace import DockerWorkspace
 from sandboxd.config import Settings
 from sandboxd.errors import AlreadyExists, InvalidArgument, SandboxUnavailable
-from sandboxd.models import ForkResult, PoolStatus, Runtime, SandboxInfo, SandboxOptions
+from sandboxd.models import (
+    ForkResult,
+    PoolStatus,
+    Runtime,
+    RuntimeInfo,
+    SandboxInfo,
+    SandboxOptions,
+)
 from sandboxd.options import check_same, effective, overridden
 from sandboxd.validation import unknown_instance
 
 log = logging.getLogger(__name__)
 
 WORKSPACE_MOUNT = "/workspace"
-SANDBOX_USER = "1000:1000"
+#: The container starts as root so that the executor is another identity than
+#: the workload (executor.identity); every workload process runs as
+#: SANDBOX_UID:SANDBOX_GID with no capability.
+CONTAINER_USER = "0:0"
+#: What the executor needs, and nothing else (SECURITY.md, "Privilege separation"):
+#: SETUID/SETGID to act as the sandbox user per thread and to start children
+#: as that user; KILL to stop the workload's processes from a thread acting as
+#: root (shutdown). No DAC_OVERRIDE, CHOWN or FOWNER: as root without them the
+#: executor cannot read or change the workload's files except as the user.
+EXECUTOR_CAPS = ["SETUID", "SETGID", "KILL"]
 
 
 async def _thread(func: Any, *args: Any, **kwargs: Any) -> Any:
@@ -255,7 +271,7 @@ class DockerBackend:
                 name=name,
                 labels=resource_labels,
                 environment=env,
-                user=SANDBOX_USER,
+                user=CONTAINER_USER,
                 working_dir=WORKSPACE_MOUNT,
                 hostname="sandbox",
                 stdin_open=True,
@@ -268,13 +284,15 @@ class DockerBackend:
                 init=False,
                 network_mode="bridge" if options.network else "none",
                 cap_drop=["ALL"],
+                cap_add=EXECUTOR_CAPS,
                 security_opt=["no-new-privileges"],
                 read_only=True,
                 tmpfs={
                     "/tmp": f"rw,nosuid,nodev,size={self.settings.tmp_bytes},mode=1777",
-                    # The executor's state and full bash logs, apart from /tmp.
-                    "/run/sandboxd": f"rw,nosuid,nodev,size={self.settings.tmp_bytes},"
-                    "uid=1000,gid=1000,mode=0700",
+                    # The executor's full bash logs, apart from /tmp; root's, so
+                    # the workload may read them but not write them.
+                    "/run/sandboxd": f"rw,nosuid,nodev,noexec,size={self.settings.tmp_bytes},"
+                    "uid=0,gid=0,mode=0755",
                 },
                 mounts=[Mount(target=WORKSPACE_MOUNT, source=name, type="volume")],
                 mem_limit=options.memory_bytes,
@@ -320,6 +338,16 @@ class DockerBackend:
             )
             self._workspaces[instance_id] = workspace
         return workspace
+
+    async def runtimes(self) -> list[RuntimeInfo]:
+        # Status must answer while the engine does not: then nothing is available.
+        try:
+            info = await _thread(self.client.info)
+        except SandboxUnavailable as exc:
+            log.warning("docker info failed: %s", exc)
+            return await runtimes.describe({})
+        engine = info.get("Runtimes") if isinstance(info, dict) else None
+        return await runtimes.describe(engine if isinstance(engine, dict) else {})
 
     def pool_status(self) -> PoolStatus:
         return PoolStatus(
@@ -489,7 +517,7 @@ class DockerBackend:
 def _bootstrap() -> list[str]:
     from sandboxd.executor.bundle import bootstrap_command
 
-    return bootstrap_command()
+    return bootstrap_command(separate=True)
 
 
 def _info(instance_id: str, container: Container) -> SandboxInfo:

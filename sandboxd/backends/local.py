@@ -25,7 +25,7 @@ from sandboxd.config import Settings
 from sandboxd.errors import AlreadyExists
 from sandboxd.executor.credits import WINDOW, Credits
 from sandboxd.executor.dispatch import Executor
-from sandboxd.models import ForkResult, PoolStatus, SandboxInfo, SandboxOptions
+from sandboxd.models import ForkResult, PoolStatus, RuntimeInfo, SandboxInfo, SandboxOptions
 from sandboxd.options import DEFAULT_WORKDIR, check_same, effective, overridden
 from sandboxd.validation import unknown_instance
 
@@ -178,6 +178,9 @@ class LocalBackend:
 
     def pool_status(self) -> PoolStatus:
         return PoolStatus()  # folders are created instantly; nothing to pool
+
+    async def runtimes(self) -> list[RuntimeInfo]:
+        return []  # plain host processes: no container runtime
 
     async def get(self, instance_id: str) -> SandboxInfo:
         meta = self._read_meta(instance_id)

@@ -4,6 +4,8 @@
     sandboxctl bash agent-1 'ls -la'
     sandboxctl exec agent-1 -- python3 -c 'print(42)'
     sandboxctl status
+    sandboxctl cp ./repo agent-1:/workspace/repo     # and back: cp agent-1:out ./out
+    sandboxctl fork agent-1 agent-1-try2
 
 Tool commands print the tool's text and exit 1 when it is an error result;
 ``exec`` exits with the command's own status; a sandboxd failure exits 125.
@@ -12,13 +14,23 @@ Tool commands print the tool's text and exit 1 when it is an error result;
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    TextColumn,
+    TimeRemainingColumn,
+    TransferSpeedColumn,
+)
 
 from runtime_client.factories import GrpcSandboxFactory
 from runtime_client.sandbox import Sandbox
@@ -328,6 +340,31 @@ def exec_(
     raise typer.Exit(run(_conn(ctx), action))
 
 
+@app.command()
+def shell(
+    ctx: typer.Context,
+    instance_id: InstanceId,
+    command: Annotated[
+        list[str] | None, typer.Argument(help="program and arguments after -- (default: bash)")
+    ] = None,
+    cwd: Annotated[str, typer.Option(help="working folder")] = "",
+) -> None:
+    """An interactive terminal in the workspace (like docker exec -it); exits with its status."""
+    from sandboxd.ctl.shell import interactive
+
+    async def action(factory: GrpcSandboxFactory) -> int:
+        sandbox = Sandbox(factory.transport, instance_id)
+        return await interactive(
+            sandbox,
+            list(command or ["bash"]),
+            stdin_fd=sys.stdin.fileno(),
+            stdout=sys.stdout.buffer,
+            cwd=cwd,
+        )
+
+    raise typer.Exit(run(_conn(ctx), action))
+
+
 # ------------------------------------------------------------------ status
 
 
@@ -367,6 +404,137 @@ def health_(ctx: typer.Context) -> None:
     typer.echo(state)
     if state != "SERVING":
         raise typer.Exit(1)
+
+
+# ------------------------------------------------------------------ moving files
+
+
+def _remote(spec: str) -> tuple[str, str] | None:
+    """``ID:path`` -> (ID, path); None for a local path (an existing local path wins)."""
+    instance, sep, path = spec.partition(":")
+    if not sep or not instance or "/" in instance or os.path.exists(spec):
+        return None
+    return instance, path or "."
+
+
+@contextlib.contextmanager
+def _progress(label: str, total: int | None) -> Iterator[Callable[[int], None]]:
+    """A rich progress bar on stderr for transfers worth watching (a terminal, and
+    1 MiB or more, or of unknown size)."""
+    if not err.is_terminal or (total is not None and total < (1 << 20)):
+        yield lambda _n: None
+        return
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=err, transient=True) as bar:
+        task = bar.add_task(label, total=total)
+        yield lambda n: bar.advance(task, n)
+
+
+def _tree_size(folder: str) -> int:
+    total = 0
+    for dirpath, _dirs, files in os.walk(folder):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(dirpath, name)).st_size
+    return total
+
+
+@app.command()
+def cp(
+    ctx: typer.Context,
+    source: Annotated[str, typer.Argument(help="local path, or ID:path in a sandbox")],
+    dest: Annotated[str, typer.Argument(help="local path, or ID:path in a sandbox")],
+    gitignore: Annotated[
+        bool, typer.Option(help="downloading a folder: leave out what .gitignore ignores")
+    ] = False,
+) -> None:
+    """Copy a file or a folder into or out of a sandbox, like docker cp / kubectl cp.
+
+    A folder's contents land in the destination folder (created); any size,
+    streamed in chunks. Exactly one side is ``ID:path``.
+    """
+    remote_source, remote_dest = _remote(source), _remote(dest)
+    if (remote_source is None) == (remote_dest is None):
+        fail("give exactly one sandbox side, as ID:path (e.g. agent-1:/workspace/out)", 2)
+    # Local facts first: the async part below only moves bytes.
+    source_is_dir = remote_source is None and os.path.isdir(source)
+    if remote_source is None and not source_is_dir and not os.path.isfile(source):
+        fail(f"{source}: no such local file or folder", 2)
+    source_size = (
+        (_tree_size(source) if source_is_dir else os.path.getsize(source))
+        if remote_source is None
+        else 0
+    )
+    dest_is_dir = os.path.isdir(dest)
+
+    async def upload(factory: GrpcSandboxFactory, instance: str, path: str) -> str:
+        sandbox = Sandbox(factory.transport, instance)
+        if source_is_dir:
+            with _progress(f"{source} -> {dest}", source_size) as step:
+                tree = await sandbox.upload_tree(source, path, progress=step)
+            return f"{tree.files} files, {tree.symlinks} links, {tree.bytes} bytes -> {dest}"
+        with _progress(f"{source} -> {dest}", source_size) as step:
+            done = await sandbox.upload(path, source, progress=step)
+        return f"{done.size} bytes -> {dest} (sha256 {done.sha256})"
+
+    async def download(factory: GrpcSandboxFactory, instance: str, path: str) -> str:
+        sandbox = Sandbox(factory.transport, instance)
+        info = await sandbox.stat(path, follow_symlinks=True)
+        if info.type.value == "directory":
+            with _progress(f"{source} -> {dest}", None) as step:
+                tree = await sandbox.download_tree(path, dest, gitignore=gitignore, progress=step)
+            return f"{tree.entries} entries, {tree.bytes} bytes -> {dest}"
+        target = dest
+        if dest_is_dir:
+            target = os.path.join(dest, os.path.basename(path.rstrip("/")))
+        with _progress(f"{source} -> {target}", info.size) as step:
+            done = await sandbox.download(path, target, progress=step)
+        return f"{done.size} bytes -> {target} (sha256 {done.sha256})"
+
+    async def action(factory: GrpcSandboxFactory) -> str:
+        if remote_dest is not None:
+            return await upload(factory, *remote_dest)
+        assert remote_source is not None
+        return await download(factory, *remote_source)
+
+    err.print(run(_conn(ctx), action), highlight=False)
+
+
+@app.command()
+def fork(
+    ctx: typer.Context,
+    source_id: InstanceId,
+    new_id: Annotated[str, typer.Argument(help="the fork's instance id")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Fork an instance: a new one whose files start as a copy of the source's."""
+
+    async def action(factory: GrpcSandboxFactory) -> Any:
+        return await factory.transport.fork_sandbox(source_id, new_id)
+
+    result = run(_conn(ctx), action)
+    if as_json:
+        typer.echo(
+            json.dumps(
+                {
+                    "sandbox": render.info_json(result.sandbox),
+                    "method": result.method,
+                    "duration_ms": result.duration_ms,
+                },
+                indent=2,
+            )
+        )
+    else:
+        out.print(
+            f"forked {source_id} -> {new_id} ({result.method}, {result.duration_ms} ms)",
+            highlight=False,
+        )
 
 
 def main() -> None:

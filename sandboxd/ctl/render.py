@@ -51,6 +51,15 @@ def status_json(status: ServerStatus, health: dict[str, str]) -> dict[str, Any]:
             "served": pool.served,
             "started": pool.started,
         },
+        "runtimes": [
+            {
+                "name": r.name,
+                "version": r.version,
+                "platform": r.platform,
+                "available": r.available,
+            }
+            for r in status.runtimes
+        ],
         "health": health,
     }
 
@@ -66,6 +75,12 @@ def status_table(status: ServerStatus, health: dict[str, str], target: str) -> T
         "pool",
         f"size {pool.size}, ready {pool.ready}, served {pool.served}, started {pool.started}",
     )
+    for runtime in status.runtimes:
+        if runtime.available:
+            platform = f", platform {runtime.platform}" if runtime.platform else ""
+            table.add_row(f"runtime {runtime.name}", f"{runtime.version or '?'}{platform}")
+        else:
+            table.add_row(f"runtime {runtime.name}", "[red]not registered[/red]")
     for service, state in health.items():
         style = "green" if state == "SERVING" else "red"
         table.add_row(f"health {service or '(server)'}", f"[{style}]{state}[/{style}]")

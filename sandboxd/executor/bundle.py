@@ -55,12 +55,16 @@ class Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         exec(code, module.__dict__)
 sys.meta_path.insert(0, Finder())
 import sandboxd.executor.main as m
-m.main(r, hashlib.sha256(blob).hexdigest()[:16])
+m.main(r, hashlib.sha256(blob).hexdigest()[:16], sys.argv[1:])
 """
 
+#: The bootstrap argument that turns privilege separation on (executor.identity).
+SEPARATE = "separate"
 
-def bootstrap_command(python: str = "python3") -> list[str]:
-    return [python, "-I", "-c", _BOOTSTRAP]
+
+def bootstrap_command(python: str = "python3", *, separate: bool = False) -> list[str]:
+    """The container's command; ``separate`` when it starts as root (Docker backend)."""
+    return [python, "-I", "-c", _BOOTSTRAP, *([SEPARATE] if separate else [])]
 
 
 @cache

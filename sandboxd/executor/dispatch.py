@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from sandboxd.errors import InvalidArgument
-from sandboxd.executor import files, process, transfer, tree
+from sandboxd.executor import files, process, processes, transfer, tree
 from sandboxd.executor.records import RECORDED_TOOLS, CallRecords
 from sandboxd.executor.tools import ToolSession
 from sandboxd.executor.tools.locks import PathLocks
@@ -93,6 +93,7 @@ class Executor:
         self.records = CallRecords()
         self._tools_guard = threading.Lock()
         self.transfers = transfer.Sessions()
+        self.processes = processes.Processes(state_dir)
 
     def handle(
         self,
@@ -125,6 +126,7 @@ class Executor:
     def close(self) -> None:
         """Stop background jobs and release per-workspace resources."""
         self.transfers.abort_all()
+        self.processes.close()
         with self._tools_guard:
             if self._tools is not None:
                 self._tools.close()
@@ -215,7 +217,8 @@ def _remove(
     return {"removed": removed}
 
 
-def _exec(ex: Executor, args: Mapping[str, Any], cancel: threading.Event, emit: Emit | None) -> Any:
+def _command(args: Mapping[str, Any]) -> tuple[list[str] | None, str | None]:
+    """(argv, shell) of an exec-like request: exactly one given, checked."""
     argv = args.get("argv")
     shell = args.get("shell")
     if (argv is None) == (shell is None):
@@ -224,9 +227,16 @@ def _exec(ex: Executor, args: Mapping[str, Any], cancel: threading.Event, emit: 
         not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv)
     ):
         raise InvalidArgument("argv must be a non-empty list of strings")
+    if shell is not None:
+        shell = _str(args, "shell")
     for item in [*(argv or []), shell or ""]:
         if "\x00" in item:
             raise InvalidArgument("command contains a NUL byte")
+    return argv, shell
+
+
+def _exec(ex: Executor, args: Mapping[str, Any], cancel: threading.Event, emit: Emit | None) -> Any:
+    argv, shell = _command(args)
     cwd = ex.path(args, "cwd") if args.get("cwd") else ex.workdir
     env = {**ex.base_env, **_str_map(args, "env")}
     timeout_ms = _int(args, "timeout_ms", 0) or DEFAULT_EXEC_TIMEOUT_MS
@@ -239,7 +249,7 @@ def _exec(ex: Executor, args: Mapping[str, Any], cancel: threading.Event, emit: 
 
     return process.run(
         argv=argv,
-        shell=None if shell is None else _str(args, "shell"),
+        shell=shell,
         cwd=cwd,
         env=env,
         stdin=_bytes(args, "stdin"),
@@ -392,6 +402,76 @@ def _tree_download_read(
     return {"data": data, "eof": False}
 
 
+# ------------------------------------------------------------ long-lived processes
+
+
+def _proc_start(
+    ex: Executor, args: Mapping[str, Any], cancel: threading.Event, emit: Emit | None
+) -> Any:
+    argv, shell = _command(args)
+    pty = args.get("pty")
+    if pty is not None and not isinstance(pty, Mapping):
+        raise InvalidArgument("pty must be an object with rows and cols")
+    env = {**ex.base_env, **_str_map(args, "env")}
+    if pty is not None:
+        env.setdefault("TERM", "xterm-256color")
+    return ex.processes.start(
+        command=argv if argv is not None else ["bash", "-c", shell or ""],
+        cwd=ex.path(args, "cwd") if args.get("cwd") else ex.workdir,
+        env=env,
+        pty=None if pty is None else (_int(pty, "rows"), _int(pty, "cols")),
+    )
+
+
+def _proc_attach(
+    ex: Executor, args: Mapping[str, Any], cancel: threading.Event, emit: Emit | None
+) -> Any:
+    if emit is None:
+        raise InvalidArgument("proc_attach is a streamed operation")
+    offset = args.get("offset")
+    return ex.processes.get(args.get("handle")).attach(
+        None if offset is None else _int(args, "offset"), cancel, emit
+    )
+
+
+def _proc_write(
+    ex: Executor, args: Mapping[str, Any], cancel: threading.Event, emit: Emit | None
+) -> Any:
+    process = ex.processes.get(args.get("handle"))
+    written = process.write(_bytes(args, "data"), _bool(args, "eof"))
+    return {"written": written}
+
+
+def _proc_resize(
+    ex: Executor, args: Mapping[str, Any], cancel: threading.Event, emit: Emit | None
+) -> Any:
+    process = ex.processes.get(args.get("handle"))
+    rows = _int(args, "rows")
+    cols = _int(args, "cols")
+    for name, value in (("rows", rows), ("cols", cols)):
+        if not 0 < value <= processes.MAX_TERMINAL_SIZE:
+            raise InvalidArgument(
+                f"{name} must be from 1 to {processes.MAX_TERMINAL_SIZE} (got {value})"
+            )
+    process.resize(rows, cols)
+    return process.info()
+
+
+def _proc_signal(
+    ex: Executor, args: Mapping[str, Any], cancel: threading.Event, emit: Emit | None
+) -> Any:
+    number = processes.check_signal(args.get("signal"))
+    process = ex.processes.get(args.get("handle"))
+    process.send_signal(number)
+    return process.info()
+
+
+def _proc_list(
+    ex: Executor, args: Mapping[str, Any], cancel: threading.Event, emit: Emit | None
+) -> Any:
+    return {"processes": ex.processes.list()}
+
+
 _HANDLERS: dict[str, Handler] = {
     "hello": _hello,
     "read_file": _read_file,
@@ -414,4 +494,10 @@ _HANDLERS: dict[str, Handler] = {
     "tree_upload_commit": _tree_upload_commit,
     "tree_download_begin": _tree_download_begin,
     "tree_download_read": _tree_download_read,
+    "proc_start": _proc_start,
+    "proc_attach": _proc_attach,
+    "proc_write": _proc_write,
+    "proc_resize": _proc_resize,
+    "proc_signal": _proc_signal,
+    "proc_list": _proc_list,
 }

@@ -25,6 +25,7 @@ from sandboxd.errors import (
     ResourceExhausted,
     SandboxdError,
 )
+from sandboxd.executor.tools.fsio import NotRegularFile, open_regular
 from sandboxd.executor.tools.locks import PathLocks
 
 #: ``expected_sha256`` value meaning "write only if the file does not exist".
@@ -45,6 +46,8 @@ def resolve(workdir: str, path: object) -> str:
 def os_error(exc: OSError, path: str) -> SandboxdError:
     """Translate an OSError about ``path`` into the domain error tree."""
     reason = exc.strerror or str(exc)
+    if isinstance(exc, NotRegularFile):
+        return InvalidArgument(f"{path} is {exc.kind}, not a regular file")
     if exc.errno == errno.ENOENT:
         return NotFound(f"{path}: no such file or directory")
     if exc.errno in (errno.EACCES, errno.EPERM):
@@ -82,7 +85,7 @@ def file_type(mode: int) -> str:
 
 def sha256_of(path: str) -> str:
     digest = hashlib.sha256()
-    with open(path, "rb") as handle:
+    with open_regular(path) as handle:
         while chunk := handle.read(_CHUNK):
             digest.update(chunk)
     return digest.hexdigest()
@@ -90,13 +93,16 @@ def sha256_of(path: str) -> str:
 
 def read_file(path: str, offset: int, length: int | None, max_bytes: int) -> dict[str, Any]:
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        # Non-blocking: a FIFO must not hold this thread in open().
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY)
     except OSError as exc:
         raise os_error(exc, path) from exc
     try:
         info = os.fstat(fd)
         if stat_module.S_ISDIR(info.st_mode):
             raise InvalidArgument(f"{path} is a directory; use list_dir")
+        if not stat_module.S_ISREG(info.st_mode):
+            raise os_error(NotRegularFile(path, info.st_mode), path)
         size = info.st_size
         wanted = max(size - offset, 0) if length is None else length
         if wanted > max_bytes:
@@ -154,7 +160,10 @@ def write_file(
         if existing is not None and stat_module.S_ISDIR(existing.st_mode):
             raise InvalidArgument(f"{path} is a directory")
         if expected_sha256 is not None:
-            current = ABSENT if existing is None else sha256_of(target)
+            try:
+                current = ABSENT if existing is None else sha256_of(target)
+            except OSError as exc:
+                raise os_error(exc, path) from exc
             if current != expected_sha256:
                 raise Conflict(
                     f"{path}: content changed (expected sha256 {expected_sha256}, "

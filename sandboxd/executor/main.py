@@ -14,11 +14,13 @@ import errno
 import os
 import sys
 import threading
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, BinaryIO
 
 from sandboxd.errors import SandboxdError
-from sandboxd.executor import wire
+from sandboxd.executor import identity, wire
+from sandboxd.executor.bundle import SEPARATE
 from sandboxd.executor.credits import MAX_GRANT, WINDOW, Credits
 from sandboxd.executor.dispatch import Executor
 from sandboxd.executor.wire import from_wire, to_wire
@@ -61,10 +63,26 @@ class _Server:
         self.out_lock = threading.Lock()
         self.cancels: dict[int, threading.Event] = {}
         self.credits: dict[int, Credits] = {}
-        self.pool = ThreadPoolExecutor(max_workers=MAX_WORKERS, thread_name_prefix="op")
+        #: Requests accepted and not yet answered. At MAX_WORKERS a new one is
+        #: refused at once: the pool's queue would otherwise grow without
+        #: bound behind calls that never finish.
+        self.busy = 0
+        self.busy_lock = threading.Lock()
+        # Workers act as the sandbox user (a no-op without privilege separation).
+        self.pool = ThreadPoolExecutor(
+            max_workers=MAX_WORKERS, thread_name_prefix="op", initializer=identity.become_user
+        )
 
     def send(self, message: dict[str, Any]) -> None:
-        line = wire.encode(message)
+        try:
+            line = wire.encode(message)
+        except SandboxdError as exc:
+            # A reply that cannot be framed (text from the sandbox that is not
+            # valid Unicode) still answers its request, or the caller would wait.
+            request_id = message.get("id")
+            line = wire.encode(
+                {"id": request_id, "err": {"kind": exc.kind, "message": exc.message}}
+            )
         with self.out_lock:
             try:
                 self.out.write(line)
@@ -103,6 +121,22 @@ class _Server:
                 }
             )
             return
+        with self.busy_lock:
+            full = self.busy >= MAX_WORKERS
+            if not full:
+                self.busy += 1
+        if full:
+            self.send(
+                {
+                    "id": request_id,
+                    "err": {
+                        "kind": "resource_exhausted",
+                        "message": f"the sandbox is already running {MAX_WORKERS} calls; "
+                        "wait for some to finish, or restart the sandbox",
+                    },
+                }
+            )
+            return
         cancel = threading.Event()
         self.cancels[request_id] = cancel
         stream = bool(message.get("stream"))
@@ -114,6 +148,7 @@ class _Server:
         try:
             self.pool.submit(self.serve, request_id, op, args, cancel, stream)
         except RuntimeError as exc:  # "can't start new thread": the pids limit is reached
+            self._done()
             self.cancels.pop(request_id, None)
             self.credits.pop(request_id, None)
             self.send(
@@ -152,11 +187,33 @@ class _Server:
         finally:
             self.cancels.pop(request_id, None)
             self.credits.pop(request_id, None)
+            self._done()
+
+    def _done(self) -> None:
+        with self.busy_lock:
+            self.busy -= 1
 
 
-def main(stdin: BinaryIO, bundle_id: str) -> None:
+def _separate(wanted: bool) -> None:
+    """Started as root by the Docker backend: keep the state root's, act as the user.
+
+    Without the bootstrap's ``separate`` argument (tests that run the bundle
+    on a host) or when not root, everything runs as the current user.
+    """
+    if not wanted or os.geteuid() != 0:
+        if wanted:
+            _log("privilege separation asked for, but not started as root: off")
+        os.makedirs(STATE_DIR, mode=0o700, exist_ok=True)
+        return
+    os.makedirs(STATE_DIR, mode=0o755, exist_ok=True)
+    os.chmod(STATE_DIR, 0o755)
+    identity.enable()
+    _log(f"privilege separation on: workload runs as {identity.active()}")
+
+
+def main(stdin: BinaryIO, bundle_id: str, argv: Sequence[str] = ()) -> None:
     _harden()
-    os.makedirs(STATE_DIR, mode=0o700, exist_ok=True)
+    _separate(SEPARATE in argv)
     executor = Executor(os.getcwd(), state_dir=STATE_DIR, bundle_id=bundle_id)
     server = _Server(executor, sys.stdout.buffer)
     for line in iter(stdin.readline, b""):

@@ -7,9 +7,13 @@ descriptors, and later its identity — is decided once, not at each call site.
 
 from __future__ import annotations
 
+import fcntl
 import subprocess
+import termios
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
+
+from sandboxd.executor import identity
 
 Target = int | IO[Any] | None
 
@@ -23,12 +27,30 @@ def spawn(
     stdout: Target = subprocess.PIPE,
     stderr: Target = subprocess.PIPE,
     new_session: bool = True,
+    terminal: int | None = None,
+    pass_fds: Sequence[int] = (),
 ) -> subprocess.Popen[bytes]:
     """Start ``argv``; a new session (its own process group) unless told otherwise.
 
     A new session lets a timeout or a kill reach every descendant with one
-    ``killpg``; no descriptor of the executor leaks into the child.
+    ``killpg``; no descriptor of the executor leaks into the child but
+    ``pass_fds``. Under privilege separation (``identity``) the child runs as
+    the sandbox user with real, effective and saved ids all set, so it holds
+    no capability and cannot signal or trace the executor.
+
+    ``terminal`` is the slave end of a pseudo-terminal: it becomes the
+    child's stdin, stdout, stderr and controlling terminal (so ``tty``,
+    job control and SIGWINCH work), in a session of its own.
     """
+    if terminal is not None:
+        stdin = stdout = stderr = terminal
+        new_session = True
+    user = identity.active()
+    if user is not None:
+        # The fork copies this thread's credentials: it must already act as
+        # the user, so the child's chdir and exec are checked with its rights
+        # and the id change below needs no capability.
+        identity.become_user()
     return subprocess.Popen(
         list(argv),
         cwd=cwd,
@@ -38,4 +60,14 @@ def spawn(
         stderr=stderr,
         start_new_session=new_session,
         close_fds=True,
+        preexec_fn=None if terminal is None else _take_terminal,
+        pass_fds=tuple(pass_fds),
+        user=None if user is None else user.uid,
+        group=None if user is None else user.gid,
     )
+
+
+def _take_terminal() -> None:
+    # Runs in the child after setsid: fd 0 (the slave) becomes the
+    # session's controlling terminal.
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)

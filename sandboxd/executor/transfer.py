@@ -241,12 +241,12 @@ class Upload(Session):
         with self._io:
             if self.closed:
                 raise InvalidArgument("the transfer was aborted")
-            if size != self.received:
-                raise InvalidArgument(
-                    f"{self.path}: the stream announced {size} bytes but {self.received} "
-                    "arrived; nothing was written"
-                )
             try:
+                if size != self.received:
+                    raise InvalidArgument(
+                        f"{self.path}: the stream announced {size} bytes but {self.received} "
+                        "arrived; nothing was written"
+                    )
                 with self.locks.held(self.target):
                     existing, _ = _check_cas(self.target, self.expected)
                     if existing is not None:
@@ -299,16 +299,23 @@ class Download(Session):
             kind = "a directory" if stat_module.S_ISDIR(info.st_mode) else "not a regular file"
             raise InvalidArgument(f"{path} is {kind}; download regular files (or use a tree)")
         self.size = info.st_size
+        # Reads and the close exclude each other: a closed number could
+        # otherwise be reused by another open file mid-read.
+        self._io = threading.Lock()
 
     def read(self, offset: int, length: int) -> bytes:
-        if self.closed:
-            raise InvalidArgument("the transfer was aborted")
-        try:
-            return os.pread(self.fd, min(length, CHUNK), offset)
-        except OSError as exc:
-            raise os_error(exc, self.path) from exc
+        with self._io:
+            if self.closed:
+                raise InvalidArgument("the transfer was aborted")
+            try:
+                return os.pread(self.fd, min(length, CHUNK), offset)
+            except OSError as exc:
+                raise os_error(exc, self.path) from exc
 
     def abort(self) -> None:
         super().abort()
-        with contextlib.suppress(OSError):
-            os.close(self.fd)
+        with self._io:
+            if self.fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(self.fd)
+                self.fd = -1

@@ -461,7 +461,7 @@ class TreeDownload(Session):
     def _run(self) -> None:
         try:
             sink = _Sink(self)
-            tar = tarfile.open(fileobj=sink, mode="w|", format=tarfile.PAX_FORMAT)  # type: ignore[call-overload]  # noqa: SIM115
+            tar = tarfile.open(fileobj=sink, mode="w|", format=tarfile.GNU_FORMAT)  # type: ignore[call-overload]  # noqa: SIM115
             ignores = gitignore.ancestors(self.source) if self.gitignore_aware else None
             for rel, parent, name in _walk(self.root_fd, "", ignores, self.source.rstrip("/")):
                 self._add(tar, rel, parent, name)
@@ -486,7 +486,6 @@ class TreeDownload(Session):
         member = tarfile.TarInfo(rel)
         member.mode = stat_module.S_IMODE(info.st_mode)
         member.mtime = int(info.st_mtime)
-        member.uid, member.gid = info.st_uid, info.st_gid
         if stat_module.S_ISDIR(info.st_mode):
             member.type = tarfile.DIRTYPE
             tar.addfile(member)

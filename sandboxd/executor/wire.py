@@ -23,12 +23,28 @@ PROTOCOL_VERSION = 1
 
 
 def encode(message: dict[str, Any]) -> bytes:
-    return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+    """One frame; InvalidArgument for text UTF-8 cannot carry or absurd nesting.
+
+    The transports refuse both before a request is sent; this is the last
+    line, so that no field they missed can end a call in INTERNAL.
+    """
+    try:
+        return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+    except UnicodeEncodeError as exc:
+        raise InvalidArgument(
+            f"a text field is not valid Unicode (it contains {exc.object[exc.start : exc.end]!a}); "
+            "send UTF-8 text"
+        ) from None
+    except RecursionError:
+        raise InvalidArgument("a field nests too deeply") from None
 
 
 def decode(line: bytes) -> dict[str, Any]:
     """Parse one line; raise ValueError for anything that is not a JSON object."""
-    value = json.loads(line)
+    try:
+        value = json.loads(line)
+    except RecursionError:
+        raise ValueError("frame nests too deeply") from None
     if not isinstance(value, dict):
         raise ValueError("frame is not a JSON object")
     return value

@@ -20,7 +20,13 @@ from sandboxd.models import (
     FileInfo,
     FileType,
     PoolStatus,
+    ProcessChunk,
+    ProcessEvent,
+    ProcessExit,
+    ProcessInfo,
+    ProcessRequest,
     Runtime,
+    RuntimeInfo,
     SandboxInfo,
     SandboxOptions,
     SandboxToolResult,
@@ -218,6 +224,12 @@ def status_to_pb(status: ServerStatus) -> pb.GetStatusResponse:
         pool=pb.PoolStatus(
             size=pool.size, ready=pool.ready, served=pool.served, started=pool.started
         ),
+        runtimes=[
+            pb.RuntimeInfo(
+                name=r.name, version=r.version, platform=r.platform, available=r.available
+            )
+            for r in status.runtimes
+        ],
     )
 
 
@@ -228,6 +240,10 @@ def status_from_pb(message: pb.GetStatusResponse) -> ServerStatus:
         backend=message.backend,
         namespace=message.namespace,
         pool=PoolStatus(size=pool.size, ready=pool.ready, served=pool.served, started=pool.started),
+        runtimes=tuple(
+            RuntimeInfo(name=r.name, version=r.version, platform=r.platform, available=r.available)
+            for r in message.runtimes
+        ),
     )
 
 
@@ -324,3 +340,81 @@ def tool_descriptions_from_pb(message: pb.ListToolsResponse) -> list[ToolDescrip
             )
         )
     return tools
+
+
+# ---------------------------------------------------------------- processes
+
+
+def process_request_to_pb(instance_id: str, request: ProcessRequest) -> pb.StartProcessRequest:
+    message = pb.StartProcessRequest(instance_id=instance_id, cwd=request.cwd, env=request.env)
+    if request.argv is not None:
+        message.argv.args.extend(request.argv)
+    if request.shell is not None:
+        message.shell = request.shell
+    if request.pty is not None:
+        message.pty.rows, message.pty.cols = request.pty
+    return message
+
+
+def process_request_from_pb(message: pb.StartProcessRequest) -> ProcessRequest:
+    command = message.WhichOneof("command")
+    return ProcessRequest(
+        argv=tuple(message.argv.args) if command == "argv" else None,
+        shell=message.shell if command == "shell" else None,
+        cwd=message.cwd,
+        env=dict(message.env),
+        pty=(message.pty.rows, message.pty.cols) if message.HasField("pty") else None,
+    )
+
+
+def process_info_to_pb(info: ProcessInfo) -> pb.ProcessInfo:
+    return pb.ProcessInfo(
+        handle=info.handle,
+        pid=info.pid,
+        command=info.command,
+        state=info.state,
+        exit_code=info.exit_code,
+        signal=info.signal,
+        pty=info.pty,
+        started=info.started,
+        output_bytes=info.output_bytes,
+        log_path=info.log_path,
+    )
+
+
+def process_info_from_pb(message: pb.ProcessInfo) -> ProcessInfo:
+    return ProcessInfo(
+        handle=message.handle,
+        pid=message.pid,
+        command=tuple(message.command),
+        state=message.state,
+        exit_code=message.exit_code if message.HasField("exit_code") else None,
+        signal=message.signal if message.HasField("signal") else None,
+        pty=message.pty,
+        started=message.started,
+        output_bytes=message.output_bytes,
+        log_path=message.log_path,
+    )
+
+
+def process_event_to_pb(event: ProcessEvent) -> pb.ProcessOutput:
+    if isinstance(event, ProcessExit):
+        return pb.ProcessOutput(
+            exit=pb.ProcessExit(
+                info=process_info_to_pb(event.info), missed=event.missed, offset=event.offset
+            )
+        )
+    return pb.ProcessOutput(
+        chunk=pb.ProcessChunk(stream=event.stream, data=event.data, offset=event.offset)
+    )
+
+
+def process_event_from_pb(message: pb.ProcessOutput) -> ProcessEvent:
+    if message.WhichOneof("event") == "exit":
+        return ProcessExit(
+            info=process_info_from_pb(message.exit.info),
+            missed=message.exit.missed,
+            offset=message.exit.offset,
+        )
+    chunk = message.chunk
+    return ProcessChunk(stream=chunk.stream or "stdout", data=chunk.data, offset=chunk.offset)

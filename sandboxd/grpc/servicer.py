@@ -15,6 +15,7 @@ import grpc
 from sandboxd.auth import Authenticator
 from sandboxd.errors import InvalidArgument
 from sandboxd.grpc import convert
+from sandboxd.grpc.process_stream import ProcessConnection
 from sandboxd.grpc.status import bidi, streaming, unary
 from sandboxd.grpc.tool_stream import ToolCallStream
 from sandboxd.models import DownloadDone, TreeDownloadDone
@@ -173,6 +174,49 @@ class SandboxServicer(pb_grpc.SandboxServiceServicer):  # type: ignore[misc]
         async with ToolCallStream(self._call_tool) as stream:
             async for answer in stream.serve(requests):
                 yield answer
+
+    # ------------------------------------------------------------ processes
+
+    @unary
+    async def StartProcess(
+        self, request: pb.StartProcessRequest, context: Context
+    ) -> pb.ProcessInfo:
+        info = await self.service.start_process(
+            request.instance_id, convert.process_request_from_pb(request)
+        )
+        return convert.process_info_to_pb(info)
+
+    @bidi
+    async def ConnectProcess(
+        self, requests: AsyncIterator[pb.ProcessInput], context: Context
+    ) -> AsyncIterator[pb.ProcessOutput]:
+        async for output in ProcessConnection(self.service).serve(requests):
+            yield output
+
+    @unary
+    async def ResizeProcess(
+        self, request: pb.ResizeProcessRequest, context: Context
+    ) -> pb.ProcessInfo:
+        info = await self.service.resize_process(
+            request.instance_id, request.handle, request.size.rows, request.size.cols
+        )
+        return convert.process_info_to_pb(info)
+
+    @unary
+    async def SignalProcess(
+        self, request: pb.SignalProcessRequest, context: Context
+    ) -> pb.ProcessInfo:
+        info = await self.service.signal_process(
+            request.instance_id, request.handle, request.signal
+        )
+        return convert.process_info_to_pb(info)
+
+    @unary
+    async def ListProcesses(
+        self, request: pb.ListProcessesRequest, context: Context
+    ) -> pb.ListProcessesResponse:
+        infos = await self.service.list_processes(request.instance_id)
+        return pb.ListProcessesResponse(processes=[convert.process_info_to_pb(i) for i in infos])
 
     async def _typed_tool(self, name: str, request: Any, response_type: type[R]) -> R:
         result = await self.service.call_tool(

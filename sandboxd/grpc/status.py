@@ -123,7 +123,8 @@ def bidi(
                 async for item in method(self, requests, context):
                     yield item
             finally:
-                leave_scope(token)
+                with contextlib.suppress(ValueError):  # closed from another context
+                    leave_scope(token)
         except Exception as exc:
             if _is_abort(exc):
                 raise

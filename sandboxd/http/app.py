@@ -10,7 +10,7 @@ from sandboxd.http import errors, openapi
 from sandboxd.http.app_state import AppState, Lifecycle
 from sandboxd.http.limits import BodyLimit
 from sandboxd.http.observe import ObserveCalls
-from sandboxd.http.routes import files, lifecycle, ops, process, tools, transfer
+from sandboxd.http.routes import files, lifecycle, ops, process, processes, tools, transfer
 from sandboxd.service import SandboxService
 
 __all__ = ["Lifecycle", "create_app"]
@@ -27,7 +27,7 @@ def create_app(
         "`Authorization: Bearer <token>` on every /v1 call.",
     )
     app.state.sandboxd = AppState(service, authenticator, lifecycle_state)
-    for module in (lifecycle, tools, files, process, ops, transfer):
+    for module in (lifecycle, tools, files, process, processes, ops, transfer):
         app.include_router(module.router)
     errors.install(app)
     openapi.install(app)

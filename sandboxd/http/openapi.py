@@ -14,8 +14,9 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
-from sandboxd.http.schemas import ExecStreamEvent
+from sandboxd.http.schemas import ExecStreamEvent, ProcessOutputEvent
 
+PROCESS_OUTPUT_PATH = "/v1/sandboxes/{instance_id}/processes/{handle}/output"
 STREAM_PATH = "/v1/sandboxes/{instance_id}/exec/stream"
 
 
@@ -29,11 +30,16 @@ def install(app: FastAPI) -> None:
                 routes=app.routes,
             )
             schemas = document["components"]["schemas"]
-            event = ExecStreamEvent.model_json_schema(ref_template="#/components/schemas/{model}")
-            schemas.update(event.pop("$defs", {}))
-            schemas["ExecStreamEvent"] = event
-            ok = document["paths"][STREAM_PATH]["post"]["responses"]["200"]
-            ok["content"].pop("application/json", None)
+            # NDJSON streams: one schema per line, documented by hand.
+            for model, path, method in (
+                (ExecStreamEvent, STREAM_PATH, "post"),
+                (ProcessOutputEvent, PROCESS_OUTPUT_PATH, "get"),
+            ):
+                event = model.model_json_schema(ref_template="#/components/schemas/{model}")
+                schemas.update(event.pop("$defs", {}))
+                schemas[model.__name__] = event
+                ok = document["paths"][path][method]["responses"]["200"]
+                ok["content"].pop("application/json", None)
             for item in document["paths"].values():
                 for operation in item.values():
                     operation.get("responses", {}).pop("422", None)

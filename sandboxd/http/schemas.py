@@ -114,11 +114,19 @@ class PoolStatus(BaseModel):
     started: int
 
 
+class RuntimeInfo(BaseModel):
+    name: str
+    version: str
+    platform: str
+    available: bool
+
+
 class ServerStatus(BaseModel):
     version: str
     backend: str
     namespace: str
     pool: PoolStatus
+    runtimes: list[RuntimeInfo] = []
 
     @classmethod
     def from_model(cls, status: models.ServerStatus) -> ServerStatus:
@@ -130,6 +138,12 @@ class ServerStatus(BaseModel):
             pool=PoolStatus(
                 size=pool.size, ready=pool.ready, served=pool.served, started=pool.started
             ),
+            runtimes=[
+                RuntimeInfo(
+                    name=r.name, version=r.version, platform=r.platform, available=r.available
+                )
+                for r in status.runtimes
+            ],
         )
 
 
@@ -335,5 +349,109 @@ class ExecStreamEvent(BaseModel):
                 exit_code=event.exit_code,
                 timed_out=event.timed_out,
                 duration_ms=event.duration_ms,
+            )
+        )
+
+
+# ---------------------------------------------------------------- processes
+
+
+class TerminalSize(_Request):
+    rows: int = Field(description="1-10000")
+    cols: int = Field(description="1-10000")
+
+
+class StartProcessRequest(_Request):
+    """Exactly one of ``argv`` and ``shell``; ``pty`` runs it on a pseudo-terminal."""
+
+    argv: list[str] | None = None
+    shell: str | None = None
+    cwd: str = ""
+    env: dict[str, str] = {}
+    pty: TerminalSize | None = None
+
+    def to_model(self) -> models.ProcessRequest:
+        return models.ProcessRequest(
+            argv=tuple(self.argv) if self.argv is not None else None,
+            shell=self.shell,
+            cwd=self.cwd,
+            env=self.env,
+            pty=(self.pty.rows, self.pty.cols) if self.pty is not None else None,
+        )
+
+
+class ProcessInfo(BaseModel):
+    handle: str = Field(description="e.g. proc_3, unique in the sandbox")
+    pid: int
+    command: list[str]
+    state: Literal["running", "exited"]
+    exit_code: int | None = Field(description="128+N when killed by signal N")
+    signal: int | None
+    pty: bool
+    started: float = Field(description="unix time")
+    output_bytes: int = Field(description="output so far: the offset of the next byte")
+    log_path: str
+
+    @classmethod
+    def from_model(cls, info: models.ProcessInfo) -> ProcessInfo:
+        return cls(
+            handle=info.handle,
+            pid=info.pid,
+            command=list(info.command),
+            state=info.state,  # type: ignore[arg-type]
+            exit_code=info.exit_code,
+            signal=info.signal,
+            pty=info.pty,
+            started=info.started,
+            output_bytes=info.output_bytes,
+            log_path=info.log_path,
+        )
+
+
+class ProcessList(BaseModel):
+    processes: list[ProcessInfo]
+
+
+class ProcessInput(_Request):
+    """Bytes for the process's stdin (or terminal), then optionally its end."""
+
+    data_base64: str = ""
+    close: bool = Field(False, description="end the input after data (a terminal gets ^D)")
+
+
+class ProcessInputResult(BaseModel):
+    written: int
+
+
+class ProcessSignal(_Request):
+    signal: int = Field(description="1-64, e.g. 2 SIGINT, 15 SIGTERM, 9 SIGKILL")
+
+
+class ProcessExit(BaseModel):
+    info: ProcessInfo
+    missed: int = Field(description="bytes that aged out before this client read them")
+    offset: int = Field(description="the end of the output")
+
+
+class ProcessOutputEvent(BaseModel):
+    """One line of a process's output stream: chunks as produced, then the exit (or an error)."""
+
+    stream: Literal["stdout", "stderr"] | None = None
+    data_base64: str | None = None
+    offset: int | None = Field(None, description="of the chunk's first byte")
+    exit: ProcessExit | None = None
+    error: ErrorDetail | None = None
+
+    @classmethod
+    def from_model(cls, event: models.ProcessEvent) -> ProcessOutputEvent:
+        if isinstance(event, models.ProcessChunk):
+            return cls(
+                stream=event.stream,  # type: ignore[arg-type]
+                data_base64=encode_base64(event.data),
+                offset=event.offset,
+            )
+        return cls(
+            exit=ProcessExit(
+                info=ProcessInfo.from_model(event.info), missed=event.missed, offset=event.offset
             )
         )

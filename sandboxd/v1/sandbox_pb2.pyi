@@ -161,16 +161,18 @@ class GetStatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class GetStatusResponse(_message.Message):
-    __slots__ = ("version", "backend", "namespace", "pool")
+    __slots__ = ("version", "backend", "namespace", "pool", "runtimes")
     VERSION_FIELD_NUMBER: _ClassVar[int]
     BACKEND_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     POOL_FIELD_NUMBER: _ClassVar[int]
+    RUNTIMES_FIELD_NUMBER: _ClassVar[int]
     version: str
     backend: str
     namespace: str
     pool: PoolStatus
-    def __init__(self, version: _Optional[str] = ..., backend: _Optional[str] = ..., namespace: _Optional[str] = ..., pool: _Optional[_Union[PoolStatus, _Mapping]] = ...) -> None: ...
+    runtimes: _containers.RepeatedCompositeFieldContainer[RuntimeInfo]
+    def __init__(self, version: _Optional[str] = ..., backend: _Optional[str] = ..., namespace: _Optional[str] = ..., pool: _Optional[_Union[PoolStatus, _Mapping]] = ..., runtimes: _Optional[_Iterable[_Union[RuntimeInfo, _Mapping]]] = ...) -> None: ...
 
 class PoolStatus(_message.Message):
     __slots__ = ("size", "ready", "served", "started")
@@ -183,6 +185,18 @@ class PoolStatus(_message.Message):
     served: int
     started: int
     def __init__(self, size: _Optional[int] = ..., ready: _Optional[int] = ..., served: _Optional[int] = ..., started: _Optional[int] = ...) -> None: ...
+
+class RuntimeInfo(_message.Message):
+    __slots__ = ("name", "version", "platform", "available")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    PLATFORM_FIELD_NUMBER: _ClassVar[int]
+    AVAILABLE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    version: str
+    platform: str
+    available: bool
+    def __init__(self, name: _Optional[str] = ..., version: _Optional[str] = ..., platform: _Optional[str] = ..., available: _Optional[bool] = ...) -> None: ...
 
 class FileInfo(_message.Message):
     __slots__ = ("path", "name", "type", "size", "mode", "mtime_ns", "symlink_target")
@@ -866,3 +880,132 @@ class ListToolsResponse(_message.Message):
     TOOLS_FIELD_NUMBER: _ClassVar[int]
     tools: _containers.RepeatedCompositeFieldContainer[ToolDescription]
     def __init__(self, tools: _Optional[_Iterable[_Union[ToolDescription, _Mapping]]] = ...) -> None: ...
+
+class StartProcessRequest(_message.Message):
+    __slots__ = ("instance_id", "argv", "shell", "cwd", "env", "pty")
+    class EnvEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    ARGV_FIELD_NUMBER: _ClassVar[int]
+    SHELL_FIELD_NUMBER: _ClassVar[int]
+    CWD_FIELD_NUMBER: _ClassVar[int]
+    ENV_FIELD_NUMBER: _ClassVar[int]
+    PTY_FIELD_NUMBER: _ClassVar[int]
+    instance_id: str
+    argv: ArgV
+    shell: str
+    cwd: str
+    env: _containers.ScalarMap[str, str]
+    pty: TerminalSize
+    def __init__(self, instance_id: _Optional[str] = ..., argv: _Optional[_Union[ArgV, _Mapping]] = ..., shell: _Optional[str] = ..., cwd: _Optional[str] = ..., env: _Optional[_Mapping[str, str]] = ..., pty: _Optional[_Union[TerminalSize, _Mapping]] = ...) -> None: ...
+
+class TerminalSize(_message.Message):
+    __slots__ = ("rows", "cols")
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    COLS_FIELD_NUMBER: _ClassVar[int]
+    rows: int
+    cols: int
+    def __init__(self, rows: _Optional[int] = ..., cols: _Optional[int] = ...) -> None: ...
+
+class ProcessInfo(_message.Message):
+    __slots__ = ("handle", "pid", "command", "state", "exit_code", "signal", "pty", "started", "output_bytes", "log_path")
+    HANDLE_FIELD_NUMBER: _ClassVar[int]
+    PID_FIELD_NUMBER: _ClassVar[int]
+    COMMAND_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
+    SIGNAL_FIELD_NUMBER: _ClassVar[int]
+    PTY_FIELD_NUMBER: _ClassVar[int]
+    STARTED_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_BYTES_FIELD_NUMBER: _ClassVar[int]
+    LOG_PATH_FIELD_NUMBER: _ClassVar[int]
+    handle: str
+    pid: int
+    command: _containers.RepeatedScalarFieldContainer[str]
+    state: str
+    exit_code: int
+    signal: int
+    pty: bool
+    started: float
+    output_bytes: int
+    log_path: str
+    def __init__(self, handle: _Optional[str] = ..., pid: _Optional[int] = ..., command: _Optional[_Iterable[str]] = ..., state: _Optional[str] = ..., exit_code: _Optional[int] = ..., signal: _Optional[int] = ..., pty: _Optional[bool] = ..., started: _Optional[float] = ..., output_bytes: _Optional[int] = ..., log_path: _Optional[str] = ...) -> None: ...
+
+class ProcessInput(_message.Message):
+    __slots__ = ("instance_id", "handle", "offset", "data", "close_stdin")
+    INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    HANDLE_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    CLOSE_STDIN_FIELD_NUMBER: _ClassVar[int]
+    instance_id: str
+    handle: str
+    offset: int
+    data: bytes
+    close_stdin: bool
+    def __init__(self, instance_id: _Optional[str] = ..., handle: _Optional[str] = ..., offset: _Optional[int] = ..., data: _Optional[bytes] = ..., close_stdin: _Optional[bool] = ...) -> None: ...
+
+class ProcessOutput(_message.Message):
+    __slots__ = ("chunk", "exit")
+    CHUNK_FIELD_NUMBER: _ClassVar[int]
+    EXIT_FIELD_NUMBER: _ClassVar[int]
+    chunk: ProcessChunk
+    exit: ProcessExit
+    def __init__(self, chunk: _Optional[_Union[ProcessChunk, _Mapping]] = ..., exit: _Optional[_Union[ProcessExit, _Mapping]] = ...) -> None: ...
+
+class ProcessChunk(_message.Message):
+    __slots__ = ("stream", "data", "offset")
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    stream: str
+    data: bytes
+    offset: int
+    def __init__(self, stream: _Optional[str] = ..., data: _Optional[bytes] = ..., offset: _Optional[int] = ...) -> None: ...
+
+class ProcessExit(_message.Message):
+    __slots__ = ("info", "missed", "offset")
+    INFO_FIELD_NUMBER: _ClassVar[int]
+    MISSED_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    info: ProcessInfo
+    missed: int
+    offset: int
+    def __init__(self, info: _Optional[_Union[ProcessInfo, _Mapping]] = ..., missed: _Optional[int] = ..., offset: _Optional[int] = ...) -> None: ...
+
+class ResizeProcessRequest(_message.Message):
+    __slots__ = ("instance_id", "handle", "size")
+    INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    HANDLE_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    instance_id: str
+    handle: str
+    size: TerminalSize
+    def __init__(self, instance_id: _Optional[str] = ..., handle: _Optional[str] = ..., size: _Optional[_Union[TerminalSize, _Mapping]] = ...) -> None: ...
+
+class SignalProcessRequest(_message.Message):
+    __slots__ = ("instance_id", "handle", "signal")
+    INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    HANDLE_FIELD_NUMBER: _ClassVar[int]
+    SIGNAL_FIELD_NUMBER: _ClassVar[int]
+    instance_id: str
+    handle: str
+    signal: int
+    def __init__(self, instance_id: _Optional[str] = ..., handle: _Optional[str] = ..., signal: _Optional[int] = ...) -> None: ...
+
+class ListProcessesRequest(_message.Message):
+    __slots__ = ("instance_id",)
+    INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    instance_id: str
+    def __init__(self, instance_id: _Optional[str] = ...) -> None: ...
+
+class ListProcessesResponse(_message.Message):
+    __slots__ = ("processes",)
+    PROCESSES_FIELD_NUMBER: _ClassVar[int]
+    processes: _containers.RepeatedCompositeFieldContainer[ProcessInfo]
+    def __init__(self, processes: _Optional[_Iterable[_Union[ProcessInfo, _Mapping]]] = ...) -> None: ...

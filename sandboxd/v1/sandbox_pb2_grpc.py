@@ -179,6 +179,31 @@ class SandboxServiceStub:
                 request_serializer=sandboxd_dot_v1_dot_sandbox__pb2.ListToolsRequest.SerializeToString,
                 response_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.ListToolsResponse.FromString,
                 _registered_method=True)
+        self.StartProcess = channel.unary_unary(
+                '/sandboxd.v1.SandboxService/StartProcess',
+                request_serializer=sandboxd_dot_v1_dot_sandbox__pb2.StartProcessRequest.SerializeToString,
+                response_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.ProcessInfo.FromString,
+                _registered_method=True)
+        self.ConnectProcess = channel.stream_stream(
+                '/sandboxd.v1.SandboxService/ConnectProcess',
+                request_serializer=sandboxd_dot_v1_dot_sandbox__pb2.ProcessInput.SerializeToString,
+                response_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.ProcessOutput.FromString,
+                _registered_method=True)
+        self.ResizeProcess = channel.unary_unary(
+                '/sandboxd.v1.SandboxService/ResizeProcess',
+                request_serializer=sandboxd_dot_v1_dot_sandbox__pb2.ResizeProcessRequest.SerializeToString,
+                response_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.ProcessInfo.FromString,
+                _registered_method=True)
+        self.SignalProcess = channel.unary_unary(
+                '/sandboxd.v1.SandboxService/SignalProcess',
+                request_serializer=sandboxd_dot_v1_dot_sandbox__pb2.SignalProcessRequest.SerializeToString,
+                response_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.ProcessInfo.FromString,
+                _registered_method=True)
+        self.ListProcesses = channel.unary_unary(
+                '/sandboxd.v1.SandboxService/ListProcesses',
+                request_serializer=sandboxd_dot_v1_dot_sandbox__pb2.ListProcessesRequest.SerializeToString,
+                response_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.ListProcessesResponse.FromString,
+                _registered_method=True)
 
 
 class SandboxServiceServicer:
@@ -399,6 +424,42 @@ class SandboxServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def StartProcess(self, request, context):
+        """Long-lived processes (a REPL, a dev server, a shell on a terminal). They
+        live in the workspace, not in a call: a client that disconnects, or a
+        daemon that restarts, re-attaches by handle and gets the output it missed
+        (the recent part the executor keeps, then live).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ConnectProcess(self, request_iterator, context):
+        """First message: instance_id, handle, where to start; then stdin data and
+        its end. Output comes back as produced, then the exit.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ResizeProcess(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SignalProcess(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListProcesses(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SandboxServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -546,6 +607,31 @@ def add_SandboxServiceServicer_to_server(servicer, server):
                     servicer.ListTools,
                     request_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.ListToolsRequest.FromString,
                     response_serializer=sandboxd_dot_v1_dot_sandbox__pb2.ListToolsResponse.SerializeToString,
+            ),
+            'StartProcess': grpc.unary_unary_rpc_method_handler(
+                    servicer.StartProcess,
+                    request_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.StartProcessRequest.FromString,
+                    response_serializer=sandboxd_dot_v1_dot_sandbox__pb2.ProcessInfo.SerializeToString,
+            ),
+            'ConnectProcess': grpc.stream_stream_rpc_method_handler(
+                    servicer.ConnectProcess,
+                    request_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.ProcessInput.FromString,
+                    response_serializer=sandboxd_dot_v1_dot_sandbox__pb2.ProcessOutput.SerializeToString,
+            ),
+            'ResizeProcess': grpc.unary_unary_rpc_method_handler(
+                    servicer.ResizeProcess,
+                    request_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.ResizeProcessRequest.FromString,
+                    response_serializer=sandboxd_dot_v1_dot_sandbox__pb2.ProcessInfo.SerializeToString,
+            ),
+            'SignalProcess': grpc.unary_unary_rpc_method_handler(
+                    servicer.SignalProcess,
+                    request_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.SignalProcessRequest.FromString,
+                    response_serializer=sandboxd_dot_v1_dot_sandbox__pb2.ProcessInfo.SerializeToString,
+            ),
+            'ListProcesses': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListProcesses,
+                    request_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.ListProcessesRequest.FromString,
+                    response_serializer=sandboxd_dot_v1_dot_sandbox__pb2.ListProcessesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1331,6 +1417,141 @@ class SandboxService:
             '/sandboxd.v1.SandboxService/ListTools',
             sandboxd_dot_v1_dot_sandbox__pb2.ListToolsRequest.SerializeToString,
             sandboxd_dot_v1_dot_sandbox__pb2.ListToolsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def StartProcess(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sandboxd.v1.SandboxService/StartProcess',
+            sandboxd_dot_v1_dot_sandbox__pb2.StartProcessRequest.SerializeToString,
+            sandboxd_dot_v1_dot_sandbox__pb2.ProcessInfo.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ConnectProcess(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/sandboxd.v1.SandboxService/ConnectProcess',
+            sandboxd_dot_v1_dot_sandbox__pb2.ProcessInput.SerializeToString,
+            sandboxd_dot_v1_dot_sandbox__pb2.ProcessOutput.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ResizeProcess(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sandboxd.v1.SandboxService/ResizeProcess',
+            sandboxd_dot_v1_dot_sandbox__pb2.ResizeProcessRequest.SerializeToString,
+            sandboxd_dot_v1_dot_sandbox__pb2.ProcessInfo.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SignalProcess(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sandboxd.v1.SandboxService/SignalProcess',
+            sandboxd_dot_v1_dot_sandbox__pb2.SignalProcessRequest.SerializeToString,
+            sandboxd_dot_v1_dot_sandbox__pb2.ProcessInfo.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListProcesses(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sandboxd.v1.SandboxService/ListProcesses',
+            sandboxd_dot_v1_dot_sandbox__pb2.ListProcessesRequest.SerializeToString,
+            sandboxd_dot_v1_dot_sandbox__pb2.ListProcessesResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -44,6 +44,10 @@ async def test_hostile_tar_refused(sandbox: Sandbox, kind: str) -> None:
     await checks.hostile_tar(sandbox, kind)
 
 
+async def test_symlink_planted_by_the_workload_is_not_followed(sandbox: Sandbox) -> None:
+    await checks.symlink_planted_by_the_workload(sandbox)
+
+
 async def test_10000_file_tree_round_trip_as_sandbox_user(sandbox: Sandbox, tmp_path: Path) -> None:
     await checks.tree_round_trip(sandbox, tmp_path)
     owners = await sandbox.exec("stat -c %u:%g trees/up trees/up/d00/s0/f0.txt | sort -u")

@@ -96,6 +96,10 @@ async def test_hostile_tar_refused(sandbox: Sandbox, kind: str) -> None:
     await checks.hostile_tar(sandbox, kind)
 
 
+async def test_symlink_planted_by_the_workload_is_not_followed(sandbox: Sandbox) -> None:
+    await checks.symlink_planted_by_the_workload(sandbox)
+
+
 async def test_10000_file_tree_round_trip(local_daemon: Daemon, tmp_path: Path) -> None:
     async with GrpcSandboxFactory(local_daemon.target) as factory:
         box = await factory.create_sandbox(f"tree-{secrets.token_hex(3)}")

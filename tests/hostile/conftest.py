@@ -12,6 +12,8 @@ import docker
 import pytest
 
 from runtime_client import GrpcSandboxFactory, Sandbox
+from sandboxd.models import Runtime, SandboxOptions
+from tests.helpers import Daemon
 from tests.hostile.support import FIGURES, Bystander, force_remove, settle, write_report
 
 # Stopping the real engine disturbs every Docker user of the machine: only on
@@ -54,6 +56,30 @@ async def bystander(
         await other.box.delete()
     except Exception:
         force_remove(docker_client, namespace, other_id)
+
+
+#: Attacks on the executor run under both runtimes: gVisor's kernel differs.
+RUNTIMES = [Runtime.RUNC, Runtime.RUNSC]
+
+
+@pytest.fixture(params=RUNTIMES, ids=lambda r: r.value)
+async def box(
+    request: pytest.FixtureRequest,
+    daemon: Daemon,
+    docker_client: docker.DockerClient,
+    namespace: str,
+    instance_id: str,
+) -> AsyncIterator[Sandbox]:
+    options = SandboxOptions(runtime=request.param)
+    async with GrpcSandboxFactory(daemon.target, options=options) as factory:
+        sandbox = await factory.create_sandbox(instance_id)
+        try:
+            yield sandbox
+        finally:
+            try:
+                await sandbox.delete()
+            except Exception:
+                force_remove(docker_client, namespace, instance_id)
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

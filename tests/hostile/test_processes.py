@@ -9,10 +9,12 @@ from collections.abc import Awaitable
 from pathlib import Path
 from typing import TypeVar
 
+import anyio
 import docker
 import pytest
 
 from runtime_client import Sandbox, SandboxUnavailable
+from sandboxd.backends import labels
 from tests.helpers import Daemon
 from tests.hostile.support import (
     CPU_CONTENTION,
@@ -191,13 +193,23 @@ async def test_executor_killed_from_inside_is_restarted(
     attacked: Sandbox,
     bystander: Bystander,
     docker_client: docker.DockerClient,
+    namespace: str,
 ) -> None:
     await attacked.write_file("keep.txt", "kept")
     pid = executor_pid((await attacked.exec("cat /proc/1/task/1/children")).stdout)
     quiet = await bystander.p99_ms()
-    # The call that kills the executor loses its own answer: the channel closes.
+    # The workload is another identity than the executor (issue 15): refused.
+    refused = await attacked.exec(f"kill -9 {pid}", timeout_ms=5000)
+    assert b"Operation not permitted" in refused.stderr, refused
+    assert (await attacked.read_file("keep.txt")).data == b"kept"
+    # The executor dying all the same (here: root in the container kills it)
+    # restarts the container. The call in flight loses its answer.
+    container = docker_client.containers.get(labels.resource_name(namespace, attacked.instance_id))
+    killing = asyncio.create_task(attacked.exec("sleep 30", timeout_ms=40_000))
+    await asyncio.sleep(0.5)
+    await anyio.to_thread.run_sync(lambda: container.exec_run(["kill", "-9", str(pid)], user="0"))
     with pytest.raises(SandboxUnavailable, match="executor channel closed"):
-        await attacked.exec(f"kill -9 {pid}", timeout_ms=5000)
+        await killing
     started = time.monotonic()
     recovery, during = await measure_during(bystander, recover(attacked), ramp=0.05)
     assert (await attacked.read_file("keep.txt")).data == b"kept"

@@ -39,6 +39,12 @@ OPERATIONS = {
     ("put", "/v1/sandboxes/{instance_id}/tree/upload"),
     ("get", "/v1/sandboxes/{instance_id}/tree/download"),
     ("post", "/v1/sandboxes/{instance_id}/fork"),
+    ("post", "/v1/sandboxes/{instance_id}/processes"),
+    ("get", "/v1/sandboxes/{instance_id}/processes"),
+    ("post", "/v1/sandboxes/{instance_id}/processes/{handle}/stdin"),
+    ("post", "/v1/sandboxes/{instance_id}/processes/{handle}/resize"),
+    ("post", "/v1/sandboxes/{instance_id}/processes/{handle}/signal"),
+    ("get", "/v1/sandboxes/{instance_id}/processes/{handle}/output"),
     ("get", "/healthz"),
     ("get", "/readyz"),
     ("get", "/metrics"),
@@ -47,7 +53,8 @@ OPERATIONS = {
 # Never fuzzed: the local backend has no isolation, so these would run commands or
 # change files on the host itself. They are exercised with fixed input in test_api.
 HOST_CHANGING = (
-    r"/(tools/(bash|write|edit)|exec(/stream)?|files/(mkdir|remove|upload)|tree/upload|fork)$"
+    r"/(tools/(bash|write|edit)|exec(/stream)?|files/(mkdir|remove|upload)|tree/upload|fork"
+    r"|processes(/.*)?)$"
 )
 
 
@@ -133,7 +140,7 @@ async def test_schemathesis_finds_no_server_error(
     out, _ = await process.communicate()
     text = out.decode(errors="replace")
     assert process.returncode == 0, text[-6000:]
-    assert "Selected: 20/31" in text, text[-3000:]
+    assert "Selected: 20/37" in text, text[-3000:]
     assert " passed" in text
     # The daemon is still whole after the fuzzing.
     assert (await client.get("/readyz")).status_code == 200

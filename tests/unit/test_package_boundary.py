@@ -31,6 +31,7 @@ CLIENT_MODULES = {
     "runtime_client.errors",
     "runtime_client.factories",
     "runtime_client.grpc_transport",
+    "runtime_client.processes",
     "runtime_client.sandbox",
     "runtime_client.schema",
     "runtime_client.tool_stream",

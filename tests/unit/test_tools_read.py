@@ -136,10 +136,11 @@ def test_write_errors_are_results(
 def test_read_permission_denied(tools: ToolSession, monkeypatch: pytest.MonkeyPatch) -> None:
     (Path(tools.workdir) / "secret.txt").write_text("x")
 
-    def deny(path: str, mode: str = "r") -> object:
+    def deny(path: str) -> object:
         raise PermissionError(errno.EACCES, "Permission denied", path)
 
-    monkeypatch.setattr(read_module, "open", deny, raising=False)
+    # read opens through open_regular (non-blocking, regular files only).
+    monkeypatch.setattr(read_module, "open_regular", deny)
     result = tools.run("read", {"file_path": "secret.txt"})
     assert result["text"] == (
         "Error: permission denied: cannot read secret.txt. Check its permissions with bash "

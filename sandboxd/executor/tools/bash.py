@@ -1,10 +1,12 @@
 """The ``bash`` tool: one fresh ``bash -c`` per call, with persistent state.
 
-Each call runs a wrapper script in its own process group (stdin
-/dev/null) that first restores the instance's saved exported environment
-and working directory, runs the command with ``eval``, and on exit (an
-EXIT trap, which bash also runs on SIGTERM) saves ``export -p`` and ``pwd``
-back into ``{state_dir}/bash``. Output is merged stdout+stderr, cleaned
+Each call runs an inline wrapper in its own process group (stdin
+/dev/null), started by the executor in the instance's saved working
+directory with its saved exported environment; it runs the command with
+``eval`` and on exit (an EXIT trap, which bash also runs on SIGTERM) reports
+``$PWD`` and the exported variables as data on an inherited descriptor. The
+executor keeps that state in memory; nothing is read back from a file the
+workload could rewrite. Output is merged stdout+stderr, cleaned
 and bounded while it streams (``output``); the full cleaned output is
 logged to ``{state_dir}/logs/bash-<n>.log`` and kept only when the text was
 truncated. A command that replaces the shell (``exec``) or installs its
@@ -36,6 +38,7 @@ import subprocess
 import threading
 import time
 
+from .. import logs
 from ..spawn import spawn
 from .args import Param, ToolSpec, get_bool, get_int, get_opt_str, get_str, parse
 from .jobs import Job, Jobs
@@ -95,41 +98,57 @@ DRAIN_MAX = 2.0
 
 BASE_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "TERM": "dumb"}
 
-# The per-call script is one line, so that bash reports errors in the
-# model's command with the command's own line numbers ("bash: line 1: ...")
-# as a plain ``bash -c`` would; the longer parts live in files sourced from
-# the state folder.
+# The per-call script is one line, passed inline (never read from a file the
+# workload could rewrite), so that bash reports errors in the model's command
+# with the command's own line numbers ("bash: line 1: ...") as a plain
+# ``bash -c`` would. Its EXIT trap (which bash also runs on SIGTERM) writes
+# the shell's working directory and exported variables as NUL-separated data
+# to the descriptor named by $2, an anonymous file the executor reads and
+# parses after the call (``parse_state``): state is data, never code. The
+# exit status is the command's own.
 _ONE_LINE = (
-    "__sbx_state=$1 __sbx_cmd=$2 __sbx_save_cwd=$3 __sbx_dir=$4; shift 4; "
-    '. "$__sbx_state/{script}"; eval "$__sbx_cmd"'
+    "__sbx_cmd=$1 __sbx_fd=$2; shift 2; "
+    "trap '__sbx_rc=$?; trap - EXIT; set +eu; "
+    '{ printf "sbx1\\0%s\\0" "$PWD"; compgen -e | while IFS= read -r __sbx_n; do '
+    'printf "%s=%s\\0" "$__sbx_n" "${!__sbx_n-}"; done; } >&"$__sbx_fd" 2>/dev/null; '
+    "exit $__sbx_rc' EXIT; "
+    'eval "$__sbx_cmd"'
 )
+_BACKGROUND = 'eval "$1"'
 
-_RESTORE = r"""
-if [ -r "$__sbx_state/env" ]; then . "$__sbx_state/env" >/dev/null 2>&1; fi
-if [ -n "$__sbx_dir" ]; then
-  cd -- "$__sbx_dir" || exit 1
-elif [ -r "$__sbx_state/cwd" ]; then
-  __sbx_cwd=$(< "$__sbx_state/cwd")
-  if ! cd -- "$__sbx_cwd" 2>/dev/null; then
-    printf '[The saved working directory %s no longer exists; running in %s.]\n' \
-      "$__sbx_cwd" "$PWD"
-  fi
-fi
-"""
+#: The state the trap reports is bounded; anything past it is ignored.
+MAX_STATE_BYTES = 1 << 20
+_STATE_MAGIC = b"sbx1"
+_NAME = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+#: Never carried to the next call: the shell's own bookkeeping, and the
+#: variables that make bash or the dynamic loader run code before the
+#: command does (any process of the call holds the state descriptor and could
+#: report them; see SECURITY.md, "Bash state").
+_NOT_KEPT = frozenset(
+    {"PWD", "OLDPWD", "SHLVL", "_", "BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "PS4",
+     "BASH_XTRACEFD", "PROMPT_COMMAND", "LD_PRELOAD", "LD_AUDIT"}
+)  # fmt: skip
 
-_SAVE = r"""
-__sbx_save() {
-  __sbx_rc=$?
-  trap - EXIT
-  if [ "$__sbx_save_cwd" = 1 ]; then printf '%s' "$PWD" >| "$__sbx_state/cwd"; fi
-  export -n PWD OLDPWD SHLVL _ 2>/dev/null
-  export -p >| "$__sbx_state/env" 2>/dev/null
-  exit "$__sbx_rc"
-}
-trap __sbx_save EXIT
-"""
 
-_SCRIPTS = {"foreground.sh": _RESTORE + _SAVE, "background.sh": _RESTORE}
+def parse_state(blob: bytes) -> tuple[str, dict[str, str]] | None:
+    """The (cwd, exported variables) a call's EXIT trap reported, or None.
+
+    Whatever the workload wrote is untrusted: malformed entries are skipped.
+    """
+    parts = blob[:MAX_STATE_BYTES].split(b"\0")
+    if len(parts) < 3 or parts[0] != _STATE_MAGIC or not parts[1].startswith(b"/"):
+        return None
+    env: dict[str, str] = {}
+    for item in parts[2:-1]:
+        name, sep, value = item.partition(b"=")
+        if not sep or not _NAME.fullmatch(name):
+            continue
+        key = name.decode("ascii")
+        if key in _NOT_KEPT or key.startswith("__sbx_"):
+            continue
+        env[key] = value.decode("utf-8", "surrogateescape")
+    return parts[1].decode("utf-8", "surrogateescape"), env
+
 
 _QUOTED = re.compile(r"'[^']*'|\"(?:\\.|[^\"\\])*\"")
 _SEPARATORS = re.compile(r"\|\||&&|[;|&\n]")
@@ -177,34 +196,41 @@ def _check_timeout(timeout: int) -> None:
 
 
 class Shell:
-    """The bash state of one instance: saved cwd/env, call counter, jobs."""
+    """The bash state of one instance: cwd/env (in memory), call counter, jobs."""
 
     def __init__(self, workdir: str, state_dir: str) -> None:
         self.workdir = workdir
-        self.state = os.path.join(state_dir, "bash")
         self.logs = os.path.join(state_dir, "logs")
-        self._prepare()
         self.env = dict(os.environ)
         self.env.update(BASE_ENV)
+        #: The working directory the last foreground call ended in.
+        self.cwd: str | None = None
         self._lock = FifoLock()
         self._calls = itertools.count(1)
         self._job_ids = itertools.count(1)
         self.jobs = Jobs(workdir)
+        self._prepare()
 
     def _prepare(self) -> None:
-        """(Re)create the state folders and scripts; a command may have removed them."""
-        os.makedirs(self.logs, exist_ok=True)
-        os.makedirs(self.state, exist_ok=True)
-        for name, script in _SCRIPTS.items():
-            path = os.path.join(self.state, name)
-            if not os.path.exists(path):
-                with open(path, "w", encoding="utf-8") as fh:
-                    fh.write(script)
+        logs.prepare(self.logs)
 
-    def _argv(self, script: str, command: str, save_cwd: bool, directory: str) -> list[str]:
-        one_line = _ONE_LINE.format(script=script)
-        return ["bash", "-c", one_line, "bash", self.state, command, "1" if save_cwd else "0",
-                directory]  # fmt: skip
+    def _start_dir(self, directory: str) -> tuple[str, str]:
+        """Where the next call starts, and a note when the saved folder is gone."""
+        if directory:
+            return directory, ""
+        if self.cwd is None or self.cwd == self.workdir:
+            return self.workdir, ""
+        if os.path.isdir(self.cwd):
+            return self.cwd, ""
+        gone, self.cwd = self.cwd, None
+        return (
+            self.workdir,
+            f"[The saved working directory {gone} no longer exists; running in {self.workdir}.]\n",
+        )
+
+    def _env_for(self, cwd: str) -> dict[str, str]:
+        # bash keeps a logical $PWD (through symlinks) when it matches the cwd.
+        return {**self.env, "PWD": cwd}
 
     def run(
         self, raw: dict[str, object], cancel: threading.Event, *, start: str | None = None
@@ -235,7 +261,7 @@ class Shell:
                 )
         with self._lock.held():
             self._reap()
-            self._prepare()
+            self._prepare()  # the local backend's state folder is the workload's to remove
             if get_bool(args, "run_in_background"):
                 return self._background(command, directory, get_opt_str(args, "description"))
             return self._foreground(command, directory, timeout, cancel)
@@ -243,61 +269,108 @@ class Shell:
     def _foreground(
         self, command: str, directory: str, timeout_ms: int, cancel: threading.Event
     ) -> ToolResult:
-        log_path = os.path.join(self.logs, f"bash-{next(self._calls)}.log")
+        name = f"bash-{next(self._calls)}.log"
+        log_path = os.path.join(self.logs, name)
         started = time.monotonic()
         deadline = started + timeout_ms / 1000
         cleaner = Cleaner()
-        with open(log_path, "wb") as log:
-            capture = Capture(log, LOG_CAP_BYTES)
-            proc = spawn(
-                self._argv("foreground.sh", command, not directory, directory),
-                cwd=self.workdir,
-                env=self.env,
-                stderr=subprocess.STDOUT,
-            )
-            assert proc.stdout is not None
-            fd = proc.stdout.fileno()
-            timed_out = cancelled = eof = False
-            kill_at: float | None = None
-            exited_at: float | None = None
-            last_data = started
-            try:
-                while True:
-                    now = time.monotonic()
-                    running = proc.poll() is None
-                    if kill_at is None and running and (now > deadline or cancel.is_set()):
-                        timed_out, cancelled = not cancel.is_set(), cancel.is_set()
-                        _signal_group(proc.pid, signal.SIGTERM)
-                        kill_at = now + KILL_GRACE
-                    elif kill_at is not None and running and now > kill_at:
-                        _signal_group(proc.pid, signal.SIGKILL)
-                        kill_at = float("inf")
-                    if not running:
-                        exited_at = exited_at or now
-                        # Background children may hold the pipe open forever.
-                        if eof or now - last_data > DRAIN_IDLE or now - exited_at > DRAIN_MAX:
-                            break
-                    if eof:
-                        # The shell closed its output but runs on: keep
-                        # enforcing the timeout while waiting for it.
-                        with contextlib.suppress(subprocess.TimeoutExpired):
-                            proc.wait(0.05)
-                        continue
-                    ready, _, _ = select.select([fd], [], [], 0.05)
-                    if not ready:
-                        continue
-                    chunk = os.read(fd, 1 << 16)
-                    if not chunk:
-                        eof = True
-                        continue
-                    last_data = time.monotonic()
-                    capture.add(cleaner.feed(chunk))
-            finally:
-                proc.stdout.close()
-                if proc.poll() is None:
+        cwd, note_gone = self._start_dir(directory)
+        state_fd = os.memfd_create("bash-state", os.MFD_CLOEXEC)
+        try:
+            with open(logs.create(self.logs, name), "wb") as log:
+                capture = Capture(log, LOG_CAP_BYTES)
+                if note_gone:
+                    capture.add(cleaner.feed(note_gone.encode()))
+                proc = spawn(
+                    ["bash", "-c", _ONE_LINE, "bash", command, str(state_fd)],
+                    cwd=cwd,
+                    env=self._env_for(cwd),
+                    stderr=subprocess.STDOUT,
+                    pass_fds=(state_fd,),
+                )
+                timed_out, cancelled = self._pump(proc, capture, cleaner, deadline, cancel)
+            self._keep_state(state_fd, save_cwd=not directory)
+        finally:
+            os.close(state_fd)
+        return self._foreground_result(
+            command, proc, capture, started, timeout_ms, log_path, timed_out, cancelled
+        )
+
+    def _keep_state(self, state_fd: int, *, save_cwd: bool) -> None:
+        size = os.fstat(state_fd).st_size
+        state = parse_state(os.pread(state_fd, min(size, MAX_STATE_BYTES), 0))
+        if state is None:
+            return  # the command replaced the shell (exec) or removed the trap
+        cwd, env = state
+        if save_cwd:
+            self.cwd = cwd
+        self.env = env
+
+    def _pump(
+        self,
+        proc: subprocess.Popen[bytes],
+        capture: Capture,
+        cleaner: Cleaner,
+        deadline: float,
+        cancel: threading.Event,
+    ) -> tuple[bool, bool]:
+        """Move output until the shell is done; (timed_out, cancelled)."""
+        assert proc.stdout is not None
+        fd = proc.stdout.fileno()
+        timed_out = cancelled = eof = False
+        kill_at: float | None = None
+        exited_at: float | None = None
+        last_data = time.monotonic()
+        try:
+            while True:
+                now = time.monotonic()
+                running = proc.poll() is None
+                if kill_at is None and running and (now > deadline or cancel.is_set()):
+                    timed_out, cancelled = not cancel.is_set(), cancel.is_set()
+                    _signal_group(proc.pid, signal.SIGTERM)
+                    kill_at = now + KILL_GRACE
+                elif kill_at is not None and running and now > kill_at:
                     _signal_group(proc.pid, signal.SIGKILL)
-                proc.wait()
-            capture.add(cleaner.feed(b"", final=True))
+                    kill_at = float("inf")
+                if not running:
+                    exited_at = exited_at or now
+                    # Background children may hold the pipe open forever.
+                    if eof or now - last_data > DRAIN_IDLE or now - exited_at > DRAIN_MAX:
+                        break
+                if eof:
+                    # The shell closed its output but runs on: keep
+                    # enforcing the timeout while waiting for it.
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        proc.wait(0.05)
+                    continue
+                ready, _, _ = select.select([fd], [], [], 0.05)
+                if not ready:
+                    continue
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    eof = True
+                    continue
+                last_data = time.monotonic()
+                capture.add(cleaner.feed(chunk))
+        finally:
+            proc.stdout.close()
+            if proc.poll() is None:
+                _signal_group(proc.pid, signal.SIGKILL)
+            proc.wait()
+        capture.add(cleaner.feed(b"", final=True))
+        return timed_out, cancelled
+
+    def _foreground_result(
+        self,
+        command: str,
+        proc: subprocess.Popen[bytes],
+        capture: Capture,
+        started: float,
+        timeout_ms: int,
+        log_path: str,
+        timed_out: bool,
+        cancelled: bool,
+    ) -> ToolResult:
         duration_ms = int((time.monotonic() - started) * 1000)
         code = proc.returncode
         if code < 0:
@@ -330,7 +403,7 @@ class Shell:
             text, _ = capture.render(room - len(notice) - 1)
             lines.append(notice)
         else:
-            os.unlink(log_path)
+            logs.remove(log_path)
         lines.insert(0, text or "(no output)")
         return ToolResult(
             "\n".join(lines),
@@ -351,13 +424,18 @@ class Shell:
 
     def _background(self, command: str, directory: str, description: str | None) -> ToolResult:
         job_id = next(self._job_ids)
-        log_path = os.path.join(self.logs, f"job-{job_id}.log")
+        name = f"job-{job_id}.log"
+        log_path = os.path.join(self.logs, name)
         started = time.monotonic()
-        with open(log_path, "wb") as log:
+        cwd, note_gone = self._start_dir(directory)
+        with open(logs.create(self.logs, name), "wb") as log:
+            if note_gone:
+                log.write(note_gone.encode())
+                log.flush()
             proc = spawn(
-                self._argv("background.sh", command, False, directory),
-                cwd=self.workdir,
-                env=self.env,
+                ["bash", "-c", _BACKGROUND, "bash", command],
+                cwd=cwd,
+                env=self._env_for(cwd),
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )

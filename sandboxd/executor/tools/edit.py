@@ -22,7 +22,7 @@ import re
 from . import matching
 from .args import PATH_DESCRIPTION, Param, ToolSpec, get_bool, get_str, parse
 from .context import Context
-from .fsio import reason
+from .fsio import open_regular, reason
 from .paths import display, not_found, resolve
 from .result import ToolError, ToolResult, ok
 from .text import MAX_TEXT_BYTES, cat_n, count_lines, decode, encode, is_binary, plural, words
@@ -229,7 +229,7 @@ def run(ctx: Context, raw: dict[str, object]) -> ToolResult:
                     f"{disp} is larger than {MAX_TEXT_BYTES // (1024 * 1024)} MiB, too large for "
                     f"edit. Change it with bash (e.g. sed -i)."
                 )
-            with open(target, "rb") as fh:
+            with open_regular(target) as fh:
                 data = fh.read()
         except OSError as exc:
             raise ToolError(f"cannot read {disp}: {reason(exc)}. Nothing was changed.") from None

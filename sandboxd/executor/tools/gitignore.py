@@ -15,6 +15,7 @@ import os
 import re
 from dataclasses import dataclass
 
+from .fsio import open_regular
 from .globpat import PatternError, compile_glob
 
 
@@ -60,10 +61,14 @@ def parse(text: str) -> tuple[Rule, ...]:
     return tuple(rules)
 
 
+#: A .gitignore larger than this is read only this far.
+_MAX_BYTES = 1 << 20
+
+
 def load(folder: str) -> IgnoreFile | None:
     try:
-        with open(os.path.join(folder, ".gitignore"), encoding="utf-8", errors="replace") as fh:
-            rules = parse(fh.read())
+        with open_regular(os.path.join(folder, ".gitignore")) as fh:
+            rules = parse(fh.read(_MAX_BYTES).decode("utf-8", errors="replace"))
     except OSError:
         return None
     return IgnoreFile(folder, rules) if rules else None

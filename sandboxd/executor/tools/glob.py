@@ -24,7 +24,7 @@ from .globpat import PatternError, compile_glob, has_magic
 from .paths import display, not_found, place, resolve
 from .result import MAX_TEXT_CHARS, ToolError, ToolResult, ok
 from .text import fit, plural
-from .walk import Walk, WalkStopped
+from .walk import MAX_PATH_BYTES, Walk, WalkStopped
 
 _MAX_IGNORED_WALK = 10_000
 
@@ -139,7 +139,22 @@ def run(ctx: Context, raw: dict[str, object], cancel: threading.Event) -> ToolRe
         "ignored": ignored,
         "ignored_incomplete": walker.ignored_incomplete,
     }
+    deep = ""
+    if walker.too_deep:
+        fields["too_deep"] = walker.too_deep
+        deep = (
+            f"[{plural(walker.too_deep, 'folder')} lay deeper than the system's path length "
+            f"limit ({MAX_PATH_BYTES} bytes) and could not be listed, so this list is "
+            f"incomplete. Look inside with bash (cd into the tree, then find . -name ...).]"
+        )
+        hidden = hidden + ("\n" if hidden else "") + deep
     if total == 0:
+        if deep:
+            raise ToolError(
+                f'no files found matching "{pattern}" in {where}, but the search is '
+                f"incomplete: {deep[1:-1]}",
+                **fields,
+            )
         text = f'No files found matching "{pattern}" in {where}.'
         return ok(
             text + ("\n\n" + hidden if hidden else ""),

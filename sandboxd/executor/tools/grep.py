@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -29,13 +30,15 @@ from collections.abc import Callable, Iterator
 from . import grep_py, grep_rg
 from .args import Param, ToolSpec, get_bool, get_int, get_opt_str, get_str, parse
 from .context import Context
+from .fsio import NotRegularFile, open_regular
 from .glob import search_root
-from .grep_model import FileHits, InvalidPattern, Query, SearchStopped
+from .grep_model import FileHits, InvalidPattern, Query, SearchStopped, TooDeep
 from .grep_types import ALIASES, TYPES
 from .paths import display, place, shell_quote
 from .read import MAX_LINE_CHARS
 from .result import MAX_TEXT_CHARS, ToolError, ToolResult, ok
 from .text import BINARY_SNIFF_BYTES, fit, is_binary, plural
+from .walk import MAX_PATH_BYTES
 
 #: "rg", "python" or None (decided per call: rg when it is on PATH).
 ENGINE: str | None = None
@@ -145,11 +148,25 @@ def _query(ctx: Context, args: dict[str, object]) -> Query:
     if pattern == "":
         raise ToolError('pattern is empty. Give a regex (e.g. "def main") or literal text.')
     root = search_root(ctx, get_opt_str(args, "path"), "grep", "path")
-    is_file = os.path.isfile(root)
+    try:
+        mode = os.stat(root).st_mode
+    except OSError:
+        mode = stat.S_IFDIR  # vanished or unreadable: the engine reports it as a folder would
+    is_file = stat.S_ISREG(mode)
+    if not is_file and not stat.S_ISDIR(mode):
+        raise ToolError(
+            f"{display(ctx.workdir, root)} is not a regular file or a folder (a device, "
+            f"socket or pipe); grep only searches files."
+        )
     if is_file:
         try:
-            with open(root, "rb") as fh:
+            with open_regular(root) as fh:
                 binary = is_binary(fh.read(BINARY_SNIFF_BYTES))
+        except NotRegularFile:
+            raise ToolError(
+                f"{display(ctx.workdir, root)} is not a regular file (a device, socket or "
+                f"pipe); grep only searches files."
+            ) from None
         except OSError:
             binary = False
         if binary:
@@ -202,6 +219,7 @@ def run(ctx: Context, raw: dict[str, object], cancel: threading.Event) -> ToolRe
     offset, limit = get_int(args, "offset"), get_int(args, "head_limit")
     deadline = time.monotonic() + ctx.grep_time_limit
     timed_out = False
+    too_deep = 0
 
     def stop() -> bool:
         return cancel.is_set() or time.monotonic() > deadline
@@ -234,6 +252,8 @@ def run(ctx: Context, raw: dict[str, object], cancel: threading.Event) -> ToolRe
             f'invalid regex "{q.pattern}": {exc}\nEscape special characters with a backslash '
             f"(e.g. \\( or \\.), or set literal=true to search for the text as written."
         ) from None
+    except TooDeep as exc:
+        too_deep = exc.count
     except SearchStopped:
         if cancel.is_set():
             raise ToolError("grep was cancelled.") from None
@@ -253,7 +273,21 @@ def run(ctx: Context, raw: dict[str, object], cancel: threading.Event) -> ToolRe
         "timed_out": timed_out,
         "engine": engine,
     }
+    deep_notice = (
+        f"[{plural(too_deep, 'folder')} lay deeper than the system's path length limit "
+        f"({MAX_PATH_BYTES} bytes) and could not be searched, so these results are "
+        f"incomplete. Search it with bash, e.g. (cd into the tree; grep -r PATTERN .).]"
+    )
+    if too_deep:
+        fields["too_deep"] = too_deep
     if not found:
+        if too_deep:
+            return ToolResult(
+                f'Error: no matches found for "{q.pattern}" in {scope}, but the search is '
+                f"incomplete: {deep_notice[1:-1]}",
+                True,
+                dict(fields, total=0, files=[], truncated=True, next_offset=None),
+            )
         if timed_out:
             return ToolResult(
                 f'Error: the search for "{q.pattern}" in {scope} hit its {limit_secs} time limit '
@@ -308,6 +342,8 @@ def run(ctx: Context, raw: dict[str, object], cancel: threading.Event) -> ToolRe
             f"[The search hit its {limit_secs} time limit, so these results are incomplete. "
             f"Narrow it with path, glob or type.]"
         )
+    if too_deep:
+        notices.append(deep_notice)
     text = body + ("\n\n" + "\n".join(notices) if notices else "")
     return ok(
         text,
@@ -315,7 +351,7 @@ def run(ctx: Context, raw: dict[str, object], cancel: threading.Event) -> ToolRe
         files=[e.rpartition(":")[0] for e in page]
         if mode == "count"
         else (page if mode == "files_with_matches" else None),
-        truncated=more or timed_out,
+        truncated=more or timed_out or bool(too_deep),
         next_offset=end if more else None,
         **fields,
     )

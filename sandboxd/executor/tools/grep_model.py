@@ -43,5 +43,13 @@ class InvalidPattern(Exception):
     """The engine rejected the regex; the message is the engine's own."""
 
 
+class TooDeep(Exception):
+    """Raised after the last result: ``count`` folders lay past the path length limit."""
+
+    def __init__(self, count: int) -> None:
+        super().__init__(count)
+        self.count = count
+
+
 class SearchStopped(Exception):
     """The search ran out of time or was cancelled before it finished."""

@@ -14,8 +14,9 @@ import re
 from collections import deque
 from collections.abc import Callable, Iterator
 
+from .fsio import open_regular
 from .globpat import PatternError, compile_glob
-from .grep_model import FileHits, Hit, InvalidPattern, Query, SearchStopped
+from .grep_model import FileHits, Hit, InvalidPattern, Query, SearchStopped, TooDeep
 from .paths import display
 from .walk import Walk, WalkStopped
 
@@ -89,7 +90,7 @@ def compile_query(q: Query) -> re.Pattern[str]:
 
 def _blocks(path: str, stop: Callable[[], bool]) -> Iterator[str] | None:
     """The file as text blocks that end at line ends; None for a binary file."""
-    with open(path, "rb") as fh:
+    with open_regular(path) as fh:
         head = fh.read(_BLOCK)
         if b"\x00" in head:
             return None
@@ -107,7 +108,7 @@ def _clean(data: bytes, first: bool) -> str:
 
 
 def _stream(path: str, stop: Callable[[], bool]) -> Iterator[str]:
-    with open(path, "rb") as fh:
+    with open_regular(path) as fh:
         carry = b""
         first = True
         while True:
@@ -261,3 +262,5 @@ def search(q: Query, stop: Callable[[], bool]) -> Iterator[FileHits]:
                 raise SearchStopped
     except WalkStopped:
         raise SearchStopped from None
+    if walker.too_deep:
+        raise TooDeep(walker.too_deep)

@@ -9,15 +9,18 @@ shared table.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
+import re
 import select
 import subprocess
 import threading
 from collections.abc import Callable, Iterator
+from typing import IO
 
 from ..spawn import spawn
-from .grep_model import FileHits, Hit, InvalidPattern, Query, SearchStopped
+from .grep_model import FileHits, Hit, InvalidPattern, Query, SearchStopped, TooDeep
 from .paths import display
 
 
@@ -31,7 +34,7 @@ def _text(obj: dict[str, object]) -> str:
 def command(rg: str, q: Query) -> list[str]:
     cmd = [
         rg, "--json", "--no-config", "--hidden", "--no-require-git", "--no-ignore-dot",
-        "--no-ignore-exclude", "--no-ignore-global", "--no-messages", "--crlf",
+        "--no-ignore-exclude", "--no-ignore-global", "--crlf",
         "--sort", "path", "-g", "!.git",
     ]  # fmt: skip
     if q.ignore_case:
@@ -77,13 +80,47 @@ def _lines(proc: subprocess.Popen[bytes], stop: Callable[[], bool]) -> Iterator[
         yield from complete
 
 
+_PATH_ERROR = re.compile(rb"\(os error (\d+)\)\s*$")
+_ENAMETOOLONG = b"36"
+#: ripgrep's advice when a filter left nothing to search: not an error here.
+_ADVICE = (b"No files were searched", b"Running with --debug")
+
+
+class _Errors:
+    """ripgrep's stderr, read to the end so it can never block on a full pipe.
+
+    Lines about a path ("...: Permission denied (os error 13)") are counted,
+    the rest (a regex error) kept, bounded, as the message.
+    """
+
+    def __init__(self) -> None:
+        self.other: list[bytes] = []
+        self.kept = 0
+        self.too_long = 0
+
+    def drain(self, stream: IO[bytes]) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            for line in stream:
+                found = _PATH_ERROR.search(line)
+                if found is not None:
+                    self.too_long += found.group(1) == _ENAMETOOLONG
+                elif line.startswith(_ADVICE):
+                    continue
+                elif self.kept < 1 << 16:
+                    self.other.append(line)
+                    self.kept += len(line)
+
+    def message(self) -> str:
+        return b"".join(self.other).decode("utf-8", errors="replace").strip()
+
+
 def search(rg: str, q: Query, stop: Callable[[], bool]) -> Iterator[FileHits]:
     # Same session as the executor: rg is stopped through its pipe, not a group kill.
     proc = spawn(command(rg, q), cwd=q.workdir, new_session=False)
-    errors: list[bytes] = []
+    errors = _Errors()
     assert proc.stderr is not None
     stderr = proc.stderr
-    drain = threading.Thread(target=lambda: errors.append(stderr.read(1 << 16)), daemon=True)
+    drain = threading.Thread(target=errors.drain, args=(stderr,), daemon=True)
     drain.start()
     try:
         current: dict[int, Hit] = {}
@@ -113,9 +150,10 @@ def search(rg: str, q: Query, stop: Callable[[], bool]) -> Iterator[FileHits]:
                 current = {}
         proc.wait()
         drain.join(1)
-        message_text = b"".join(errors).decode("utf-8", errors="replace").strip()
-        if proc.returncode == 2 and message_text:
-            raise InvalidPattern(message_text)
+        if proc.returncode == 2 and errors.other:
+            raise InvalidPattern(errors.message())
+        if errors.too_long:
+            raise TooDeep(errors.too_long)
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -20,6 +20,7 @@ from typing import BinaryIO
 
 from .args import PATH_DESCRIPTION, Param, ToolSpec, get_int, get_str, parse
 from .context import Context
+from .fsio import NotRegularFile, open_regular
 from .paths import display, list_entries, not_found, resolve, shell_quote
 from .result import MAX_TEXT_CHARS, ToolError, ToolResult, ok
 from .text import BINARY_SNIFF_BYTES, BOM, MAX_TEXT_BYTES, cat_n, is_binary, words
@@ -120,7 +121,13 @@ def run(ctx: Context, raw: dict[str, object]) -> ToolResult:
     limit = min(get_int(args, "limit"), MAX_LINES)
     st = _stat_target(ctx, path)
     try:
-        fh = open(path, "rb")  # noqa: SIM115 - closed in the finally below
+        fh = open_regular(path)  # closed in the finally below
+    except (NotRegularFile, IsADirectoryError):
+        # Swapped since the check above: answer as if seen then.
+        raise ToolError(
+            f"{disp} is not a regular file (a device, socket or pipe); read only reads "
+            f"files. Inspect it with bash (ls -l {shell_quote(disp)})."
+        ) from None
     except PermissionError:
         raise ToolError(
             f"permission denied: cannot read {disp}. Check its permissions with bash "

@@ -18,6 +18,7 @@ import os
 import threading
 from dataclasses import dataclass
 
+from .fsio import open_regular
 from .text import decode
 
 #: Keep a copy for diffs of files up to this size...
@@ -48,7 +49,7 @@ def _identity(path: str) -> tuple[int, int, int, int] | None:
 def hash_file(path: str) -> str:
     """sha256 of a file, streamed so size does not matter for memory."""
     digest = hashlib.sha256()
-    with open(path, "rb") as fh:
+    with open_regular(path) as fh:
         while chunk := fh.read(1024 * 1024):
             digest.update(chunk)
     return digest.hexdigest()

@@ -23,6 +23,11 @@ class Entry:
     ignored: bool
 
 
+#: Linux's PATH_MAX, the NUL included: a folder whose path is this long cannot
+#: be opened by path, so a walk by paths stops there and says so.
+MAX_PATH_BYTES = 4096
+
+
 class WalkStopped(Exception):
     """The caller's stop check fired (cancelled, or past its deadline)."""
 
@@ -63,31 +68,44 @@ class Walk:
         self.stop = stop
         self.descend_ignored = descend_ignored
         self.ignored_incomplete = False
+        #: Folders not entered because their path is too long to open.
+        self.too_deep = 0
 
     def __iter__(self) -> Iterator[Entry]:
         ignores = gitignore.ancestors(self.root) if self.respect_ignore else ()
-        return self._visit(self.root, "", ignores, False)
+        return self._walk(ignores)
 
-    def _visit(
+    def _enter(
         self, folder: str, rel: str, ignores: tuple[gitignore.IgnoreFile, ...], hidden: bool
-    ) -> Iterator[Entry]:
+    ) -> _Frame:
         if self.stop is not None and self.stop():
             raise WalkStopped
         if self.respect_ignore and not hidden:
             own = gitignore.load(folder)
             if own is not None:
                 ignores = (*ignores, own)
-        for entry in _sorted_entries(folder):
+        return _Frame(folder, rel, ignores, hidden, iter(_sorted_entries(folder)))
+
+    def _walk(self, ignores: tuple[gitignore.IgnoreFile, ...]) -> Iterator[Entry]:
+        # An explicit stack, not recursion: sandbox code can make a tree far
+        # deeper than Python's recursion limit.
+        stack = [self._enter(self.root, "", ignores, False)]
+        while stack:
+            frame = stack[-1]
+            entry = next(frame.entries, None)
+            if entry is None:
+                stack.pop()
+                continue
             if entry.name == ".git":
                 continue
-            path = os.path.join(folder, entry.name)
+            path = os.path.join(frame.folder, entry.name)
             try:
                 is_link = entry.is_symlink()
                 is_dir = entry.is_dir(follow_symlinks=False)
             except OSError:
                 continue
-            ignored = hidden or (
-                self.respect_ignore and gitignore.is_ignored(ignores, path, is_dir)
+            ignored = frame.hidden or (
+                self.respect_ignore and gitignore.is_ignored(frame.ignores, path, is_dir)
             )
             if ignored:
                 if not self.include_ignored:
@@ -99,6 +117,20 @@ class Walk:
             if is_dir:
                 if ignored and not self.descend_ignored:
                     continue
-                yield from self._visit(path, rel + entry.name + "/", ignores, ignored)
+                if len(os.fsencode(path)) >= MAX_PATH_BYTES - 1:
+                    self.too_deep += 1
+                    continue
+                stack.append(
+                    self._enter(path, frame.rel + entry.name + "/", frame.ignores, ignored)
+                )
             else:
-                yield Entry(path, rel + entry.name, entry.name, is_link, ignored)
+                yield Entry(path, frame.rel + entry.name, entry.name, is_link, ignored)
+
+
+@dataclass
+class _Frame:
+    folder: str
+    rel: str
+    ignores: tuple[gitignore.IgnoreFile, ...]
+    hidden: bool
+    entries: Iterator[os.DirEntry[str]]

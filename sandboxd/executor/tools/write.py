@@ -17,7 +17,7 @@ import os
 
 from .args import PATH_DESCRIPTION, Param, ToolSpec, get_str, parse
 from .context import Context
-from .fsio import atomic_write, make_parents, reason
+from .fsio import atomic_write, make_parents, open_regular, reason
 from .paths import display, resolve
 from .result import ToolError, ToolResult, ok
 from .text import MAX_TEXT_BYTES, count_lines, decode, encode, plural
@@ -39,7 +39,7 @@ SPEC = ToolSpec(
 def _count_lines_streamed(path: str) -> int:
     count = 0
     last = b"\n"
-    with open(path, "rb") as fh:
+    with open_regular(path) as fh:
         while chunk := fh.read(1024 * 1024):
             count += chunk.count(b"\n")
             last = chunk[-1:]
@@ -102,7 +102,7 @@ def run(ctx: Context, raw: dict[str, object]) -> ToolResult:
             try:
                 current = None
                 if size <= MAX_TEXT_BYTES:
-                    with open(target, "rb") as fh:
+                    with open_regular(target) as fh:
                         current = fh.read()
             except OSError as exc:
                 raise ToolError(f"cannot read the existing {disp}: {reason(exc)}.") from None

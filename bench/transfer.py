@@ -1,0 +1,226 @@
+"""Moving work in and out (issue 11), side by side with ``docker cp``.
+
+    python -m bench.transfer          # this section alone (~2-4 min)
+    python -m bench.run               # the full bench includes it
+
+* a 10,000-file / 100 MB tree: sandboxd UploadTree vs ``docker cp`` into a
+  container of the same image (its /workspace on a volume, as sandboxd's);
+  DownloadTree vs ``docker cp`` out;
+* ForkSandbox of a 100 MB workspace (p50);
+* a 1 GiB single-file Upload, in MB/s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import docker
+
+from runtime_client import GrpcSandboxFactory
+
+TREE_FILES = 10_000
+TREE_BYTES = 100 * 10**6
+BIG_FILE = 1 << 30
+MiB = 1 << 20
+
+
+def log(message: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def make_tree(root: Path) -> None:
+    """10,000 files of 10 kB over 100 folders (100 MB), a few symlinks."""
+    body = os.urandom(TREE_BYTES // TREE_FILES)
+    for i in range(TREE_FILES):
+        folder = root / f"d{i % 100:02d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"f{i}.bin").write_bytes(body[i % 7 :] + body[: i % 7])
+    (root / "link").symlink_to("d00")
+
+
+def _docker_cp(source: str, dest: str) -> float:
+    started = time.perf_counter()
+    subprocess.run(["docker", "cp", source, dest], check=True, capture_output=True)
+    return time.perf_counter() - started
+
+
+async def _gib() -> AsyncIterator[bytes]:
+    block = os.urandom(MiB)
+    for _ in range(BIG_FILE // MiB):
+        yield block
+
+
+async def measure(
+    target: str,
+    client: docker.DockerClient,
+    labels: dict[str, str],
+    image: str,
+    scratch: Path,
+    rounds: int = 3,
+    forks: int = 5,
+) -> dict[str, Any]:
+    tree = scratch / "tree"
+    log(f"transfer: laying out {TREE_FILES} files / {TREE_BYTES // 10**6} MB")
+    await asyncio.to_thread(make_tree, tree)
+    volume = client.volumes.create(labels=labels)
+    peer = client.containers.run(
+        image,
+        ["sleep", "infinity"],
+        detach=True,
+        labels=labels,
+        user="1000:1000",
+        network_mode="none",
+        volumes={volume.name: {"bind": "/workspace", "mode": "rw"}},
+    )
+    results: dict[str, Any] = {}
+    try:
+        async with GrpcSandboxFactory(target) as factory:
+            box = await factory.create_sandbox("transfer")
+            up: list[float] = []
+            cp_up: list[float] = []
+            down: list[float] = []
+            cp_down: list[float] = []
+            for n in range(rounds):
+                # Interleaved, into fresh folders, so load drifts hit both alike.
+                started = time.perf_counter()
+                await box.upload_tree(tree, f"up{n}")
+                up.append(time.perf_counter() - started)
+                cp_up.append(
+                    await asyncio.to_thread(_docker_cp, f"{tree}/.", f"{peer.id}:/workspace/up{n}")
+                )
+                out = scratch / f"down{n}"
+                started = time.perf_counter()
+                await box.download_tree(f"up{n}", out)
+                down.append(time.perf_counter() - started)
+                cp_down.append(
+                    await asyncio.to_thread(
+                        _docker_cp, f"{peer.id}:/workspace/up{n}", str(scratch / f"cp{n}")
+                    )
+                )
+                await asyncio.to_thread(shutil.rmtree, out)
+                await asyncio.to_thread(shutil.rmtree, scratch / f"cp{n}")
+                if n:
+                    await box.remove(f"up{n}", recursive=True)
+                log(
+                    f"  tree round {n}: up {up[-1]:.2f} s vs docker cp {cp_up[-1]:.2f} s; "
+                    f"down {down[-1]:.2f} s vs docker cp {cp_down[-1]:.2f} s"
+                )
+            results["tree_upload_s"] = statistics.median(up)
+            results["tree_upload_docker_cp_s"] = statistics.median(cp_up)
+            results["tree_download_s"] = statistics.median(down)
+            results["tree_download_docker_cp_s"] = statistics.median(cp_down)
+
+            fork_ms: list[float] = []
+            methods: set[str] = set()
+            for n in range(forks):
+                forked = await box.fork(f"transfer-fork-{n}")
+                assert forked.fork_result is not None
+                fork_ms.append(forked.fork_result.duration_ms)
+                methods.add(forked.fork_result.method)
+                await forked.delete()
+            results["fork_100mb_ms_p50"] = statistics.median(fork_ms)
+            results["fork_ms"] = fork_ms
+            results["fork_method"] = ",".join(sorted(methods))
+            log(f"  fork of 100 MB: p50 {results['fork_100mb_ms_p50']:.0f} ms ({methods})")
+
+            speeds = []
+            for _ in range(2):
+                started = time.perf_counter()
+                await box.upload("big.bin", _gib())
+                speeds.append(BIG_FILE / 1e6 / (time.perf_counter() - started))
+            results["upload_1gib_mb_s"] = max(speeds)
+            results["upload_1gib_mb_s_runs"] = speeds
+            log(f"  1 GiB upload: {results['upload_1gib_mb_s']:.0f} MB/s")
+            started = time.perf_counter()
+            async for _part in box.download_iter("big.bin"):
+                pass
+            results["download_1gib_mb_s"] = BIG_FILE / 1e6 / (time.perf_counter() - started)
+            log(f"  1 GiB download: {results['download_1gib_mb_s']:.0f} MB/s")
+            await box.delete()
+    finally:
+        peer.remove(force=True)
+        volume.remove(force=True)
+        await asyncio.to_thread(shutil.rmtree, tree, True)
+    results["tree_upload_ratio"] = results["tree_upload_s"] / results["tree_upload_docker_cp_s"]
+    results["tree_download_ratio"] = (
+        results["tree_download_s"] / results["tree_download_docker_cp_s"]
+    )
+    return results
+
+
+def targets(transfer: dict[str, Any]) -> list[tuple[str, float, float, str, bool]]:
+    """(name, value, limit, unit, higher_is_better)."""
+    return [
+        ("tree upload (10k files, 100 MB) <= 1.2 x docker cp", transfer["tree_upload_ratio"],
+         1.2, "x", False),
+        ("tree download (10k files, 100 MB) <= 1.2 x docker cp",
+         transfer["tree_download_ratio"], 1.2, "x", False),
+        ("fork of a 100 MB workspace p50 <= 1 s", transfer["fork_100mb_ms_p50"], 1000.0, "ms",
+         False),
+        ("1 GiB single-file upload >= 200 MB/s", transfer["upload_1gib_mb_s"], 200.0, "MB/s",
+         True),
+    ]  # fmt: skip
+
+
+def render(transfer: dict[str, Any]) -> str:
+    t = transfer
+    return "\n".join(
+        [
+            "Moving files in and out (s, median of rounds; ratio = sandboxd / docker cp)",
+            f"  tree upload    sandboxd {t['tree_upload_s']:.2f}  docker cp "
+            f"{t['tree_upload_docker_cp_s']:.2f}  ratio {t['tree_upload_ratio']:.2f}",
+            f"  tree download  sandboxd {t['tree_download_s']:.2f}  docker cp "
+            f"{t['tree_download_docker_cp_s']:.2f}  ratio {t['tree_download_ratio']:.2f}",
+            f"  fork 100 MB    p50 {t['fork_100mb_ms_p50']:.0f} ms ({t['fork_method']})",
+            f"  1 GiB upload   {t['upload_1gib_mb_s']:.0f} MB/s; download "
+            f"{t['download_1gib_mb_s']:.0f} MB/s",
+        ]
+    )
+
+
+def main() -> int:
+    import json
+
+    from bench.resources import IMAGE, Resources, interrupt_on_sigterm
+
+    interrupt_on_sigterm()
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    res = Resources()
+    started = time.monotonic()
+    try:
+        daemon = res.start_daemon()
+        image = os.environ.get("SANDBOXD_IMAGE", IMAGE)
+        transfer = asyncio.run(measure(daemon.target, res.docker, dict(res.labels), image, res.tmp))
+    finally:
+        res.close()
+    verdicts = []
+    for name, value, limit, unit, higher in targets(transfer):
+        passed = value >= limit if higher else value <= limit
+        verdicts.append({"name": name, "value": value, "limit": limit, "unit": unit,
+                         "passed": passed})  # fmt: skip
+        op = ">=" if higher else "<="
+        print(f"{'PASS' if passed else 'MISS'}  {name}: {value:.4g} {op} {limit:.4g} {unit}")
+    print(render(transfer))
+    meta = {
+        "started": stamp,
+        "seconds": round(time.monotonic() - started, 1),
+        "loadavg_at_end": os.getloadavg(),
+        "cpus": os.cpu_count(),
+    }
+    path = Path(__file__).resolve().parent / "results" / f"transfer-{stamp}.json"
+    path.write_text(json.dumps({"meta": meta, "transfer": transfer, "targets": verdicts}, indent=2))
+    print(f"\nresults: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
