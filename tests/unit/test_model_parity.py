@@ -35,6 +35,11 @@ PROTO_PAIRS: list[tuple[type, Any, dict[str, str], set[str]]] = [
     (models.TreeUploadResult, pb.UploadTreeResponse, {}, set()),
     (models.TreeDownloadDone, pb.DownloadTreeDone, {}, set()),
     (models.ForkResult, pb.ForkSandboxResponse, {}, set()),
+    (models.RuntimeInfo, pb.RuntimeInfo, {}, set()),
+    (models.ProcessRequest, pb.StartProcessRequest, {}, {"instance_id"}),
+    (models.ProcessInfo, pb.ProcessInfo, {}, set()),
+    (models.ProcessChunk, pb.ProcessChunk, {}, set()),
+    (models.ProcessExit, pb.ProcessExit, {}, set()),
 ]
 #: Models with no message of their own: ExecOutput is ExecStreamResponse's stdout/stderr oneof.
 NO_MESSAGE = {models.ExecOutput}
