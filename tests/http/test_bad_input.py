@@ -7,7 +7,7 @@ import pytest
 
 from sandboxd.validation import MAX_JSON_DEPTH
 
-pytestmark = [pytest.mark.grpc, pytest.mark.anyio]
+pytestmark = [pytest.mark.inproc, pytest.mark.anyio]
 
 # JSON text: "\ud800" is a valid JSON escape that decodes to a lone surrogate.
 SURROGATE_TOOL = '{"arguments": {"file_path": "d/s\\ud800x"}}'
