@@ -62,6 +62,7 @@ _WHERE: dict[str, str] = {
     "ToolCall": "runtime_client.runner",
     "ToolCallResult": "runtime_client.runner",
     "ToolRunner": "runtime_client.runner",
+    "Process": "runtime_client.processes",
     "Sandbox": "runtime_client.sandbox",
     "SandboxFactory": "runtime_client.sandbox",
     "ToolSpec": "runtime_client.schema",
@@ -85,6 +86,9 @@ _WHERE: dict[str, str] = {
     "ExistsResult": "sandboxd.models",
     "FileInfo": "sandboxd.models",
     "FileType": "sandboxd.models",
+    "ProcessChunk": "sandboxd.models",
+    "ProcessExit": "sandboxd.models",
+    "ProcessInfo": "sandboxd.models",
     "ReadFileResult": "sandboxd.models",
     "Runtime": "sandboxd.models",
     "SandboxInfo": "sandboxd.models",
@@ -120,6 +124,7 @@ if TYPE_CHECKING:
         format_transcript,
     )
     from runtime_client.openai_chat import ModelError, OpenAIChatModel
+    from runtime_client.processes import Process
     from runtime_client.runner import ToolCall, ToolCallResult, ToolRunner
     from runtime_client.sandbox import Sandbox, SandboxFactory
     from runtime_client.schema import (
@@ -145,6 +150,9 @@ if TYPE_CHECKING:
         ExistsResult,
         FileInfo,
         FileType,
+        ProcessChunk,
+        ProcessExit,
+        ProcessInfo,
         ReadFileResult,
         Runtime,
         SandboxInfo,
@@ -200,6 +208,10 @@ __all__ = [
     "NotFound",
     "OpenAIChatModel",
     "PermissionDenied",
+    "Process",
+    "ProcessChunk",
+    "ProcessExit",
+    "ProcessInfo",
     "ReadFileResult",
     "ResourceExhausted",
     "Runtime",

@@ -299,16 +299,22 @@ class ProcessInfo:
         state = raw.get("state")
         return cls(
             handle=str(raw.get("handle", ""))[:64],
-            pid=int(raw.get("pid") or 0),
+            pid=_whole(raw.get("pid")),
             command=tuple(str(c) for c in command[:1000]) if isinstance(command, list) else (),
             state=state if state in ("running", "exited") else "exited",
-            exit_code=int(exit_code) if isinstance(exit_code, int) else None,
-            signal=int(sig) if isinstance(sig, int) else None,
+            exit_code=exit_code if isinstance(exit_code, int) else None,
+            signal=sig if isinstance(sig, int) else None,
             pty=bool(raw.get("pty")),
-            started=float(raw.get("started") or 0.0),
-            output_bytes=int(raw.get("output_bytes") or 0),
+            started=float(started)
+            if isinstance(started := raw.get("started"), int | float)
+            else 0.0,
+            output_bytes=_whole(raw.get("output_bytes")),
             log_path=str(raw.get("log_path", ""))[:4096],
         )
+
+
+def _whole(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 @dataclass(frozen=True)

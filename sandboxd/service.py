@@ -376,16 +376,20 @@ class SandboxService:
         async for event in workspace.stream("proc_attach", args):
             result = event.get("result")
             if isinstance(result, dict):
+                missed, end = result.get("missed"), result.get("offset")
                 yield ProcessExit(
                     info=ProcessInfo.from_raw(result),
-                    missed=int(result.get("missed") or 0),
-                    offset=int(result.get("offset") or 0),
+                    missed=missed if isinstance(missed, int) else 0,
+                    offset=end if isinstance(end, int) else 0,
                 )
                 return
             data = event.get("data")
             if isinstance(data, bytes):
                 stream = "stderr" if event.get("stream") == "stderr" else "stdout"
-                yield ProcessChunk(stream=stream, data=data, offset=int(event.get("offset") or 0))
+                start = event.get("offset")
+                yield ProcessChunk(
+                    stream=stream, data=data, offset=start if isinstance(start, int) else 0
+                )
 
     def connect_process(
         self, instance_id: str, handle: str, offset: int | None = None
@@ -400,7 +404,8 @@ class SandboxService:
         self._check_payload(len(data), "data")
         workspace = await self._workspace(instance_id)
         raw = await workspace.call("proc_write", {"handle": handle, "data": data, "eof": close})
-        return int(raw.get("written") or 0)
+        written = raw.get("written")
+        return written if isinstance(written, int) else 0
 
     async def resize_process(
         self, instance_id: str, handle: str, rows: int, cols: int

@@ -429,8 +429,8 @@ def _proc_attach(
     if emit is None:
         raise InvalidArgument("proc_attach is a streamed operation")
     offset = args.get("offset")
-    return ex.processes.get(args.get("handle")).attach(
-        None if offset is None else _int(args, "offset"), cancel, emit
+    return ex.processes.attach(
+        args.get("handle"), None if offset is None else _int(args, "offset"), cancel, emit
     )
 
 

@@ -50,6 +50,9 @@ RING_BYTES = 1 << 20
 LOG_CAP_BYTES = 64 << 20
 #: Processes remembered per workspace (running ones are never forgotten).
 MAX_PROCESSES = 64
+#: Clients attached at once per workspace: each holds one of the executor's
+#: worker threads, which the other calls of the workspace need too.
+MAX_ATTACHED = 32
 #: Largest event sent to a client.
 CHUNK = 64 * 1024
 MAX_TERMINAL_SIZE = 10_000
@@ -118,7 +121,11 @@ class Process:
         self.stdin_closed = False
         self.exit_code: int | None = None
         self.signal: int | None = None
+        # Held by whatever uses the terminal or stdin descriptor, and by the
+        # reader when it closes them: a number closed here may be reused by the
+        # next process at once, and must never be written to after.
         self._stdin_lock = threading.Lock()
+        self._fds_closed = False
         if master is not None:
             self._stdin_fd: int | None = master
         else:
@@ -178,13 +185,15 @@ class Process:
                 self.cond.notify_all()
 
     def _close_fds(self) -> None:
-        if self.master is not None:
-            with contextlib.suppress(OSError):
-                os.close(self.master)
-        for pipe in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
-            if pipe is not None:
+        with self._stdin_lock:
+            self._fds_closed = True
+            if self.master is not None:
                 with contextlib.suppress(OSError):
-                    pipe.close()
+                    os.close(self.master)
+            for pipe in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+                if pipe is not None:
+                    with contextlib.suppress(OSError):
+                        pipe.close()
 
     def attach(self, offset: int | None, cancel: threading.Event, emit: Emit) -> dict[str, Any]:
         """Send output from ``offset`` (None: all still held) until the process is done."""
@@ -221,7 +230,7 @@ class Process:
 
     def write(self, data: bytes, close: bool) -> int:
         with self._stdin_lock:
-            if self.done or self.proc.poll() is not None:
+            if self._fds_closed or self.done or self.proc.poll() is not None:
                 raise Conflict(
                     f"process {self.handle} has exited ({self._ended()}); it reads no more input"
                 )
@@ -269,8 +278,9 @@ class Process:
         if self.done:
             raise Conflict(f"process {self.handle} has exited ({self._ended()})")
         size = struct.pack("HHHH", rows, cols, 0, 0)
-        with contextlib.suppress(OSError):
-            fcntl.ioctl(self.master, termios.TIOCSWINSZ, size)
+        with self._stdin_lock, contextlib.suppress(OSError):
+            if not self._fds_closed:
+                fcntl.ioctl(self.master, termios.TIOCSWINSZ, size)
 
     def send_signal(self, number: int) -> None:
         if self.proc.poll() is not None:
@@ -319,6 +329,24 @@ class Processes:
         self._procs: dict[str, Process] = {}
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
+        self._attached = 0
+
+    def attach(
+        self, handle: Any, offset: int | None, cancel: threading.Event, emit: Emit
+    ) -> dict[str, Any]:
+        process = self.get(handle)
+        with self._lock:
+            if self._attached >= MAX_ATTACHED:
+                raise ResourceExhausted(
+                    f"{MAX_ATTACHED} clients are attached to processes of this sandbox; "
+                    "detach some first"
+                )
+            self._attached += 1
+        try:
+            return process.attach(offset, cancel, emit)
+        finally:
+            with self._lock:
+                self._attached -= 1
 
     def start(
         self,

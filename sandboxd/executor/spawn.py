@@ -7,9 +7,8 @@ descriptors, and later its identity — is decided once, not at each call site.
 
 from __future__ import annotations
 
-import fcntl
 import subprocess
-import termios
+import sys
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
@@ -45,6 +44,10 @@ def spawn(
     if terminal is not None:
         stdin = stdout = stderr = terminal
         new_session = True
+        # No preexec_fn: Python code between fork and exec in a threaded
+        # process can deadlock or crash (it did: SIGSEGV under grpc's
+        # threads). A tiny interpreter takes the terminal, then execs.
+        argv = [sys.executable, "-I", "-S", "-c", _TAKE_TERMINAL, *argv]
     user = identity.active()
     if user is not None:
         # The fork copies this thread's credentials: it must already act as
@@ -60,14 +63,21 @@ def spawn(
         stderr=stderr,
         start_new_session=new_session,
         close_fds=True,
-        preexec_fn=None if terminal is None else _take_terminal,
         pass_fds=tuple(pass_fds),
         user=None if user is None else user.uid,
         group=None if user is None else user.gid,
     )
 
 
-def _take_terminal() -> None:
-    # Runs in the child after setsid: fd 0 (the slave) becomes the
-    # session's controlling terminal.
-    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+#: Runs as the child, a session leader with the terminal on fd 0: makes it
+#: the controlling terminal (so tty, job control and SIGWINCH work), then
+#: becomes the command (127, like a shell, when there is no such program).
+_TAKE_TERMINAL = """
+import fcntl, os, sys, termios
+fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+try:
+    os.execvp(sys.argv[1], sys.argv[1:])
+except OSError as exc:
+    sys.stderr.write(f"{sys.argv[1]}: {exc.strerror}\\n")
+    os._exit(127 if isinstance(exc, FileNotFoundError) else 126)
+"""

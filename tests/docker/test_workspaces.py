@@ -141,8 +141,11 @@ async def test_docker_inspect_shows_the_isolation_defaults(
     attrs = docker_client.containers.get(container_name(namespace, instance_id)).attrs
     host = attrs["HostConfig"]
     assert host["NetworkMode"] == "none"
-    assert attrs["Config"]["User"] == "1000:1000"
+    # The container starts as root for the executor alone, with only the
+    # capabilities it needs to act as the sandbox user (SECURITY.md).
+    assert attrs["Config"]["User"] == "0:0"
     assert host["CapDrop"] == ["ALL"]
+    assert sorted(host["CapAdd"]) == ["KILL", "SETGID", "SETUID"]
     assert "no-new-privileges" in host["SecurityOpt"]
     assert host["ReadonlyRootfs"] is True
     assert host["Memory"] == 1 << 30

@@ -123,6 +123,15 @@ async def bad_input_gets_clear_errors(box: Sandbox) -> None:
         await ghost.write("too late\n")
     with pytest.raises(NotFound, match="no process"):
         await box.connect_process("proc_999")
+    # The same answer from the server itself (ConnectProcess over gRPC).
+    connection = box._transport.connect_process(box.instance_id, "proc_999", 0)
+    with pytest.raises(NotFound, match="no process 'proc_999'"):
+        async for _ in connection.events():
+            pass
+    await connection.aclose()
+    with pytest.raises(InvalidArgument, match="offset"):
+        async for _ in box._transport.connect_process(box.instance_id, ghost.handle, -1).events():
+            pass
     with pytest.raises(InvalidArgument, match="signal 99 is out of range"):
         await ghost.signal(99)
     with pytest.raises(InvalidArgument, match="rows"):

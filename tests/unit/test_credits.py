@@ -48,3 +48,22 @@ def test_grants_are_capped() -> None:
     while credits.take(cancel):
         count += 1
     assert count == MAX_GRANT
+
+
+def test_attachments_are_limited(tmp_path: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each attached client holds an executor thread: past the limit, a clear error."""
+    from sandboxd.errors import ResourceExhausted
+    from sandboxd.executor import processes
+
+    monkeypatch.setattr(processes, "MAX_ATTACHED", 1)
+    procs = processes.Processes(str(tmp_path))
+    info = procs.start(command=["sleep", "30"], cwd=str(tmp_path), env={}, pty=None)
+    cancel = threading.Event()
+    first = threading.Thread(target=procs.attach, args=(info["handle"], 0, cancel, print))
+    first.start()
+    time.sleep(0.3)
+    with pytest.raises(ResourceExhausted, match="clients are attached"):
+        procs.attach(info["handle"], 0, threading.Event(), print)
+    cancel.set()
+    first.join(5)
+    procs.close()
