@@ -97,6 +97,10 @@ COMMANDS = (
     "echo $HOME $PWD",
     "no-such-program-xyz",
     "echo a\x00b",  # a NUL never reaches bash (nothing can run it): a refusal
+    # A tree deeper than PATH_MAX and Python's recursion limit (issue 15):
+    # later grep, glob and remove calls walk it.
+    'python3 -c \'import os\nfor i in range(2100):\n os.makedirs("deep", exist_ok=True);'
+    ' os.chdir("deep")\' 2>&1 | tail -1',
 )
 ARGVS = mostly(
     st.sampled_from([["true"], ["echo", "a", "b"], ["ls", "-la"], ["pwd"], ["sleep", "0.01"]]),
@@ -319,6 +323,22 @@ def call_tool(draw: st.DrawFn) -> pb.CallToolRequest:
             st.one_of(
                 st.sampled_from(["[]", "null", "1", "{", '{"a":', "\x00", "NaN", '"x"']),
                 st.just('{"content": "' + "x" * (PAYLOAD_LIMIT + 10) + '"}'),
+                # Lone surrogates (valid JSON escapes, not valid Unicode) in
+                # any string, key or value.
+                st.sampled_from(
+                    [
+                        '{"file_path": "d/s\\ud800x"}',
+                        '{"pattern": "\\udfff", "path": "."}',
+                        '{"\\udc80": 1}',
+                        '{"command": "echo \\ud83d"}',
+                        '{"file_path": "f.txt", "content": "\\ud800\\ud800"}',
+                    ]
+                ),
+                # Nesting past the stated depth, and past the parser's own limit.
+                st.sampled_from([65, 200, 5_000]).map(
+                    lambda n: '{"file_path": "f.txt", "x": ' + "[" * n + "]" * n + "}"
+                ),
+                st.just('{"x": ' + "[" * 100_000),
             ),
         )
     )

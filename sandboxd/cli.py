@@ -103,8 +103,20 @@ def _mcp(args: argparse.Namespace) -> int:
     return 0
 
 
+TOKEN_WARNING = (
+    "sandboxd: warning: --token on the command line is visible to every user of this "
+    "host (ps, /proc/<pid>/cmdline); prefer SANDBOXD_TOKEN or SANDBOXD_TOKENS_FILE"
+)
+
+
+def _warn_token_on_command_line(argv: list[str]) -> None:
+    if any(a == "--token" or a.startswith("--token=") for a in argv):
+        print(TOKEN_WARNING, file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    _warn_token_on_command_line(sys.argv[1:] if argv is None else argv)
     if args.command == "mcp":
         return _mcp(args)
     try:

@@ -58,3 +58,18 @@ def remove(image: Path) -> None:
             with contextlib.suppress(SandboxUnavailable):
                 _run("losetup", "--detach", device)
     image.unlink(missing_ok=True)
+
+
+def reattach(image: Path, device: str) -> bool:
+    """Attach ``image`` to ``device`` again if nothing backs it (after a reboot).
+
+    The volume names its device (Docker mounts ``device=/dev/loopN``), so the
+    image must come back on that same device. True when it was re-attached;
+    False when it already was; SandboxUnavailable when it cannot be.
+    """
+    if not image.exists():
+        raise SandboxUnavailable(f"disk image {image} of a workspace volume is gone")
+    if _run("losetup", "--associated", str(image)):
+        return False
+    _run("losetup", device, str(image))
+    return True

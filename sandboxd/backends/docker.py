@@ -100,10 +100,27 @@ class DockerBackend:
 
         self._client = await _thread(connect)
         await self._remove_stale_pool()
+        await self._reattach_disks()
         adopted = await self._adopt()
         log.info("docker backend ready: adopted %d workspace(s)", adopted)
         self.pool.start()
         self._reaper = asyncio.create_task(self._stop_idle_workspaces(), name="idle-reaper")
+
+    async def _reattach_disks(self) -> None:
+        """Loop devices do not survive a host reboot: attach every image again."""
+        volumes = await _thread(
+            self.client.volumes.list, filters={"label": labels.selector(self.settings.namespace)}
+        )
+        for volume in volumes:
+            image = (volume.attrs.get("Labels") or {}).get(disk.DISK_LABEL)
+            device = (volume.attrs.get("Options") or {}).get("device")
+            if not image or not device:
+                continue
+            try:
+                if await anyio.to_thread.run_sync(disk.reattach, Path(image), device):
+                    log.info("disk of volume %s re-attached on %s", volume.name, device)
+            except SandboxUnavailable as exc:
+                log.error("disk of volume %s cannot be re-attached: %s", volume.name, exc)
 
     async def _adopt(self) -> int:
         """Know every workspace already there; channels connect on first use."""

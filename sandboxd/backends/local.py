@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import shutil
 import threading
 import time
 from collections.abc import AsyncIterator, Mapping
@@ -23,6 +22,7 @@ import anyio
 from sandboxd.backends import clone
 from sandboxd.config import Settings
 from sandboxd.errors import AlreadyExists
+from sandboxd.executor import files
 from sandboxd.executor.credits import WINDOW, Credits
 from sandboxd.executor.dispatch import Executor
 from sandboxd.models import ForkResult, PoolStatus, RuntimeInfo, SandboxInfo, SandboxOptions
@@ -216,7 +216,7 @@ class LocalBackend:
                 # Stops background jobs; a fresh executor starts on the next call.
                 await anyio.to_thread.run_sync(workspace.executor.close)
             state = self.root / _META / "state" / instance_id
-            await anyio.to_thread.run_sync(lambda: shutil.rmtree(state, ignore_errors=True))
+            await anyio.to_thread.run_sync(_remove_quietly, state)
             return info
 
     async def fork(self, source_id: str, new_id: str, override: SandboxOptions) -> ForkResult:
@@ -242,7 +242,7 @@ class LocalBackend:
                         clone.copy_tree, str(self.root / source_id), str(target)
                     )
             except BaseException:
-                await anyio.to_thread.run_sync(lambda: shutil.rmtree(target, ignore_errors=True))
+                await anyio.to_thread.run_sync(_remove_quietly, target)
                 raise
             self._workdir(new_id, wanted).mkdir(parents=True, exist_ok=True)
             new_meta = {"options": wanted.to_json(), "created_at_ms": int(time.time() * 1000)}
@@ -254,8 +254,8 @@ class LocalBackend:
             )
 
     def _remove_files(self, instance_id: str) -> None:
-        shutil.rmtree(self.root / instance_id, ignore_errors=True)
-        shutil.rmtree(self.root / _META / "state" / instance_id, ignore_errors=True)
+        _remove_quietly(self.root / instance_id)
+        _remove_quietly(self.root / _META / "state" / instance_id)
         self._meta(instance_id).unlink(missing_ok=True)
 
     async def workspace(self, instance_id: str) -> LocalWorkspace:
@@ -281,3 +281,10 @@ class LocalBackend:
         executor.base_env.update(options.env)
         workspace = self._workspaces.setdefault(instance_id, LocalWorkspace(instance_id, executor))
         return workspace
+
+
+def _remove_quietly(folder: Path) -> None:
+    # Not shutil.rmtree: it recurses per level, and a workspace tree can be
+    # deeper than Python's recursion limit (files.remove_tree).
+    with contextlib.suppress(OSError):
+        files.remove_tree(str(folder))

@@ -11,7 +11,6 @@ import contextlib
 import errno
 import hashlib
 import os
-import shutil
 import stat as stat_module
 import tempfile
 from typing import Any
@@ -286,7 +285,7 @@ def remove(path: str, *, recursive: bool, missing_ok: bool, protected: tuple[str
     try:
         if stat_module.S_ISDIR(info.st_mode):
             if recursive:
-                shutil.rmtree(path)
+                remove_tree(path)
             else:
                 os.rmdir(path)
         else:
@@ -294,3 +293,48 @@ def remove(path: str, *, recursive: bool, missing_ok: bool, protected: tuple[str
     except OSError as exc:
         raise os_error(exc, getattr(exc, "filename", None) or path) from exc
     return True
+
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+
+
+def remove_tree(path: str) -> None:
+    """``rm -rf`` for a tree of any depth: no recursion, no path-length limit.
+
+    shutil.rmtree recurses once per level (RecursionError past ~1,000) and
+    sandbox code can make trees far deeper. This walk holds one descriptor,
+    goes down by name and back up through ``..``, checking at each step up
+    that it reached the folder it came from, so a folder moved meanwhile
+    cannot lead it out of the tree.
+    """
+    current = os.open(path, _DIR_FLAGS)
+    trail: list[tuple[str, tuple[int, int]]] = []  # (name, (dev, ino) of its parent)
+    try:
+        while True:
+            child = None
+            with os.scandir(current) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        child = entry.name
+                        break
+                    os.unlink(entry.name, dir_fd=current)
+            if child is not None:
+                info = os.fstat(current)
+                below = os.open(child, _DIR_FLAGS, dir_fd=current)
+                os.close(current)
+                current = below
+                trail.append((child, (info.st_dev, info.st_ino)))
+                continue
+            if not trail:
+                break
+            name, parent_id = trail.pop()
+            above = os.open("..", _DIR_FLAGS, dir_fd=current)
+            os.close(current)
+            current = above
+            info = os.fstat(current)
+            if (info.st_dev, info.st_ino) != parent_id:
+                raise OSError(errno.ESTALE, "the tree changed while it was being removed", path)
+            os.rmdir(name, dir_fd=current)
+    finally:
+        os.close(current)
+    os.rmdir(path)

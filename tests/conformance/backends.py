@@ -53,18 +53,9 @@ class FolderToolBackend(LocalToolBackend):
     shows the tool honouring it (how the Flue adapter calls the tools).
 
     A bash call with a folder starts there every time (as Flue's own bash
-    tool does), so the cases about the saved cwd do not apply.
+    tool does), so the cases about the saved cwd do not apply
+    (``NOT_APPLICABLE``).
     """
-
-    skip_cases = frozenset(
-        {
-            "bash_persistent_cd",
-            "bash_cd_persists_even_after_failure",
-            "bash_workdir_does_not_change_saved_cwd",
-            "bash_saved_cwd_deleted",
-            "bash_background_job_uses_saved_cwd_and_env",
-        }
-    )
 
     def __init__(self, root: str) -> None:
         super().__init__(root)
@@ -95,6 +86,19 @@ async def local_backend(grep_engine: str | None = None) -> AsyncIterator[ToolBac
         finally:
             backend.close()
 
+
+#: Cases a backend is not run with: they are about state it does not keep.
+NOT_APPLICABLE: dict[str, frozenset[str]] = {
+    "local-cwd": frozenset(
+        {
+            "bash_persistent_cd",
+            "bash_cd_persists_even_after_failure",
+            "bash_workdir_does_not_change_saved_cwd",
+            "bash_saved_cwd_deleted",
+            "bash_background_job_uses_saved_cwd_and_env",
+        }
+    ),
+}
 
 BACKEND_FACTORIES: dict[str, Callable[[], AbstractAsyncContextManager[ToolBackend]]] = {
     "local": local_backend,

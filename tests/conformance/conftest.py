@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from .backends import BACKEND_FACTORIES, ToolBackend
+from .backends import BACKEND_FACTORIES, NOT_APPLICABLE, ToolBackend
 from .docker_backend import docker_backend
 
 # The Docker backend needs the session daemon, so it is a fixture-aware param
@@ -28,3 +28,20 @@ async def tool_backend(request: pytest.FixtureRequest) -> AsyncIterator[ToolBack
         return
     async with BACKEND_FACTORIES[request.param]() as backend:
         yield backend
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # A case about state a backend does not keep is not generated for it at
+    # all (deselected, never skipped: a skip would look like missing set-up).
+    keep, drop = [], []
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        case = params.get("case")
+        backend = params.get("tool_backend")
+        if case is not None and case.name in NOT_APPLICABLE.get(backend, frozenset()):
+            drop.append(item)
+        else:
+            keep.append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep

@@ -83,3 +83,72 @@ def _loop_devices_of(image: Path) -> str:
         ["losetup", "--associated", str(image)], capture_output=True, text=True, check=False
     )
     return found.stdout.strip()
+
+
+async def test_loop_devices_are_reattached_when_the_daemon_starts(
+    daemon_factory: type[Daemon], docker_client: docker.DockerClient, tmp_path: Path
+) -> None:
+    # A host reboot loses every loop device; the images and volumes remain.
+    # On this shared machine another run may take the freed device before the
+    # new daemon is up (it then logs that it cannot re-attach): try again.
+    for attempt in range(3):
+        if await _reboot_scenario(daemon_factory, docker_client, tmp_path / str(attempt)):
+            return
+    pytest.fail("the loop device was taken by another run three times in a row")
+
+
+async def _reboot_scenario(
+    daemon_factory: type[Daemon], docker_client: docker.DockerClient, folder: Path
+) -> bool:
+    namespace = f"{RUN_PREFIX}-rdisk{secrets.token_hex(2)}"
+    await anyio.to_thread.run_sync(folder.mkdir)
+    flags = (
+        "--namespace", namespace, "--image", IMAGE, "--pool-size", "0",
+        "--disk-bytes", str(LIMIT), "--disk-dir", str(folder / "disks"),
+    )  # fmt: skip
+    first = daemon_factory(folder / "d1.sock", *flags)
+    await anyio.to_thread.run_sync(first.start)
+    async with GrpcSandboxFactory(first.target) as factory:
+        box = await factory.create_sandbox("kept")
+        await box.write_file("kept.txt", "still here")
+        volume = docker_client.volumes.get((await box.info()).volume)
+    await anyio.to_thread.run_sync(first.terminate)
+    container = docker_client.containers.get(container_name(namespace, "kept"))
+    await anyio.to_thread.run_sync(lambda: container.stop(timeout=5))
+    image = Path(volume.attrs["Labels"][disk.DISK_LABEL])
+    device = volume.attrs["Options"]["device"]
+    await anyio.to_thread.run_sync(_detach, device)
+    assert _loop_devices_of(image) == ""
+
+    second = daemon_factory(folder / "d2.sock", *flags)
+    await anyio.to_thread.run_sync(second.start)
+    async with GrpcSandboxFactory(second.target) as factory:
+        reattached = device in _loop_devices_of(image)
+        if reattached:
+            box = await factory.create_sandbox("kept")
+            assert (await box.read_file("kept.txt")).data == b"still here"
+        else:
+            log = await anyio.to_thread.run_sync(second.log.read_text)
+            assert "cannot be re-attached" in log, log[-2000:]
+        await factory.transport.delete_sandbox("kept")
+    assert not _exists(image)
+    return reattached
+
+
+def _detach(device: str) -> None:
+    subprocess.run(["losetup", "--detach", device], check=True)
+
+
+def _exists(path: Path) -> bool:
+    return path.exists()
+
+
+def _images_in(folder: Path) -> list[Path]:
+    return list(folder.glob("*.img"))
+
+
+def _loop_devices_of(image: Path) -> str:
+    found = subprocess.run(
+        ["losetup", "--associated", str(image)], capture_output=True, text=True, check=False
+    )
+    return found.stdout.strip()
