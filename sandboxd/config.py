@@ -10,6 +10,8 @@ from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 MiB = 1 << 20
+_GRPC_ENVELOPE_ROOM = 64 * MiB
+_HTTP_BODY_ROOM = 1 * MiB
 
 
 class Settings(BaseSettings):
@@ -99,6 +101,28 @@ class Settings(BaseSettings):
     access_log: bool = Field(
         False, description="one INFO line per call (otherwise DEBUG: high call rates flood INFO)"
     )
+
+    # The transports' envelope limits, derived here from the payload limits so
+    # that they move together. Each leaves room above the payload limit so the
+    # service, not a transport guard, answers a merely oversize payload with its
+    # own message (limit, setting name); payloads may be base64 (x2) on HTTP.
+
+    @property
+    def grpc_max_receive_bytes(self) -> int:
+        return 2 * self.max_payload_bytes + _GRPC_ENVELOPE_ROOM
+
+    @property
+    def grpc_max_send_bytes(self) -> int:
+        return 2 * self.max_output_bytes + self.grpc_max_receive_bytes
+
+    @property
+    def http_max_body_bytes(self) -> int:
+        return 2 * self.max_payload_bytes + _HTTP_BODY_ROOM
+
+    @property
+    def executor_max_line_bytes(self) -> int:
+        # One executor frame may carry a whole payload and both outputs in base64.
+        return (self.max_payload_bytes + 2 * self.max_output_bytes) * 4 // 3 + MiB
 
     @classmethod
     def from_arguments(cls, **values: Any) -> Settings:

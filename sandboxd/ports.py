@@ -33,8 +33,15 @@ class WorkspaceBackend(Protocol):
         """Connect, and adopt the workspaces this backend already has."""
         ...
 
-    async def create(self, instance_id: str, options: SandboxOptions) -> tuple[SandboxInfo, bool]:
-        """Create, or return the existing workspace (idempotent per id)."""
+    async def create(
+        self, instance_id: str, requested: SandboxOptions, wanted: SandboxOptions
+    ) -> tuple[SandboxInfo, bool]:
+        """Create, or return the existing workspace (idempotent per id).
+
+        ``wanted`` is ``requested`` validated with every default filled in (the
+        service's ``effective``); an existing workspace is compared with what
+        was ``requested`` only.
+        """
         ...
 
     async def get(self, instance_id: str) -> SandboxInfo: ...

@@ -50,6 +50,7 @@ from sandboxd.models import (
     TreeUploadResult,
     WriteFileResult,
 )
+from sandboxd.options import effective
 from sandboxd.ports import Workspace, WorkspaceBackend
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -79,7 +80,11 @@ class SandboxService:
     ) -> tuple[SandboxInfo, bool]:
         validation.instance_id(instance_id)
         current_scope().check(instance_id)
-        return await self.backend.create(instance_id, options or SandboxOptions())
+        requested = options or SandboxOptions()
+        # Defaults and option rules are the service's, the same for every backend.
+        return await self.backend.create(
+            instance_id, requested, effective(requested, self.settings)
+        )
 
     async def get_sandbox(self, instance_id: str) -> SandboxInfo:
         validation.instance_id(instance_id)

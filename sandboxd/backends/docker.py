@@ -183,12 +183,13 @@ class DockerBackend:
             return None
         return container
 
-    async def create(self, instance_id: str, options: SandboxOptions) -> tuple[SandboxInfo, bool]:
-        wanted = effective(options, self.settings)
+    async def create(
+        self, instance_id: str, requested: SandboxOptions, wanted: SandboxOptions
+    ) -> tuple[SandboxInfo, bool]:
         async with self._lock(instance_id):
             existing = await self._find(instance_id)
             if existing is not None:
-                check_same(instance_id, options, labels.options_from(existing.labels))
+                check_same(instance_id, requested, labels.options_from(existing.labels))
                 workspace = self._workspace_for(instance_id, existing)
                 await workspace.ensure_running()
                 return _info(instance_id, existing), False

@@ -212,13 +212,12 @@ class DockerWorkspace:
     async def _attach(self) -> ExecutorChannel:
         reader, writer = await open_attach(self._settings.docker_host, self.container_id)
         self._stdout = DemuxedStdout(reader, self._instance_id)
-        # A line may carry a whole payload in base64 plus its JSON envelope.
-        max_line = (
-            self._settings.max_payload_bytes * 4 // 3
-            + 2 * self._settings.max_output_bytes * 4 // 3
-            + (1 << 20)
+        return ExecutorChannel(
+            self._stdout,
+            writer,
+            name=self._instance_id,
+            max_line=self._settings.executor_max_line_bytes,
         )
-        return ExecutorChannel(self._stdout, writer, name=self._instance_id, max_line=max_line)
 
     async def _handshake(self, channel: ExecutorChannel, timeout: float) -> bool:
         try:

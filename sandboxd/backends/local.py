@@ -161,12 +161,15 @@ class LocalBackend:
             created_at_ms=int(meta.get("created_at_ms", 0)),
         )
 
-    async def create(self, instance_id: str, options: SandboxOptions) -> tuple[SandboxInfo, bool]:
-        wanted = effective(options, self.settings)
+    async def create(
+        self, instance_id: str, requested: SandboxOptions, wanted: SandboxOptions
+    ) -> tuple[SandboxInfo, bool]:
         async with self._locks.setdefault(instance_id, asyncio.Lock()):
             meta = self._read_meta(instance_id)
             if meta is not None:
-                check_same(instance_id, options, SandboxOptions.from_json(meta.get("options", {})))
+                check_same(
+                    instance_id, requested, SandboxOptions.from_json(meta.get("options", {}))
+                )
                 return self._info(instance_id, meta), False
             meta = {"options": wanted.to_json(), "created_at_ms": int(time.time() * 1000)}
             self._workdir(instance_id, wanted).mkdir(parents=True, exist_ok=True)

@@ -26,7 +26,6 @@ from sandboxd.service import SandboxService
 from sandboxd.v1 import sandbox_pb2, sandbox_pb2_grpc
 
 SERVICE_NAME = sandbox_pb2.DESCRIPTOR.services_by_name["SandboxService"].full_name
-_OVERSIZE_ROOM = 64 << 20
 
 
 def _claim_socket_path(path: Path) -> None:
@@ -53,14 +52,13 @@ class GrpcListener:
     ) -> None:
         self.settings = settings
         self.health = health.aio.HealthServicer()
-        # Accept messages well past the payload limit so the service can answer
-        # an oversize payload with its own message (limit, setting name); only
-        # absurd sizes meet gRPC's terser RESOURCE_EXHAUSTED.
-        message_limit = 2 * settings.max_payload_bytes + _OVERSIZE_ROOM
+        # Messages may run well past the payload limit (Settings says by how
+        # much) so the service can answer an oversize payload with its own
+        # message; only absurd sizes meet gRPC's terser RESOURCE_EXHAUSTED.
         self._server = grpc.aio.server(
             options=[
-                ("grpc.max_receive_message_length", message_limit),
-                ("grpc.max_send_message_length", 2 * settings.max_output_bytes + message_limit),
+                ("grpc.max_receive_message_length", settings.grpc_max_receive_bytes),
+                ("grpc.max_send_message_length", settings.grpc_max_send_bytes),
             ]
         )
         sandbox_pb2_grpc.add_SandboxServiceServicer_to_server(  # type: ignore[no-untyped-call]

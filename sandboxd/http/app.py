@@ -15,10 +15,6 @@ from sandboxd.service import SandboxService
 
 __all__ = ["Lifecycle", "create_app"]
 
-#: Room above twice the payload limit: base64 grows bytes by a third, and the
-#: service should answer a payload just over its limit with its own message.
-_BODY_ROOM = 1 << 20
-
 
 def create_app(
     service: SandboxService, authenticator: Authenticator, lifecycle_state: Lifecycle
@@ -36,6 +32,6 @@ def create_app(
     errors.install(app)
     openapi.install(app)
     # Added innermost first: ObserveCalls wraps BodyLimit, so refusals are counted too.
-    app.add_middleware(BodyLimit, max_bytes=2 * service.settings.max_payload_bytes + _BODY_ROOM)
+    app.add_middleware(BodyLimit, max_bytes=service.settings.http_max_body_bytes)
     app.add_middleware(ObserveCalls)
     return app

@@ -31,7 +31,28 @@ PROTO_PAIRS: list[tuple[type, Any, dict[str, str], set[str]]] = [
     (models.ServerStatus, pb.GetStatusResponse, {}, set()),
     (models.SandboxToolResult, pb.CallToolResponse, {"fields": "fields_json"}, set()),
     (models.ToolDescription, pb.ToolDescription, {"input_schema": "input_schema_json"}, set()),
+    (models.DownloadDone, pb.DownloadDone, {}, set()),
+    (models.TreeUploadResult, pb.UploadTreeResponse, {}, set()),
+    (models.TreeDownloadDone, pb.DownloadTreeDone, {}, set()),
+    (models.ForkResult, pb.ForkSandboxResponse, {}, set()),
+    (models.RuntimeInfo, pb.RuntimeInfo, {}, set()),
+    (models.ProcessRequest, pb.StartProcessRequest, {}, {"instance_id"}),
+    (models.ProcessInfo, pb.ProcessInfo, {}, set()),
+    (models.ProcessChunk, pb.ProcessChunk, {}, set()),
+    (models.ProcessExit, pb.ProcessExit, {}, set()),
 ]
+#: Models with no message of their own: ExecOutput is ExecStreamResponse's stdout/stderr oneof.
+NO_MESSAGE = {models.ExecOutput}
+
+
+def test_every_model_has_its_message_listed() -> None:
+    # A new model must be added to PROTO_PAIRS (or NO_MESSAGE, with the reason).
+    found = {
+        value
+        for value in vars(models).values()
+        if isinstance(value, type) and dataclasses.is_dataclass(value)
+    }
+    assert found == {pair[0] for pair in PROTO_PAIRS} | NO_MESSAGE
 
 
 def _model_fields(model: type) -> list[str]:

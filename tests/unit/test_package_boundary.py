@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -142,3 +143,16 @@ def test_bundle_probe_fails_on_a_third_party_import() -> None:
     )
     assert proc.returncode != 0
     assert b"No module named 'pydantic'" in proc.stderr
+
+
+def test_a_local_daemon_without_http_loads_neither_docker_nor_fastapi(tmp_path: Path) -> None:
+    # sandboxd.daemon imports each backend and the HTTP app only when chosen.
+    statement = (
+        "from sandboxd.config import Settings\n"
+        "from sandboxd.daemon import Daemon\n"
+        f"Daemon(Settings.from_arguments(backend='local', local_root={str(tmp_path)!r}, "
+        f"socket={str(tmp_path / 's.sock')!r}))\n"
+    )
+    loaded = _loaded_by(statement)
+    assert "sandboxd.backends.local" in loaded
+    assert [m for m in loaded if m.split(".")[0] in ("docker", "fastapi", "uvicorn")] == []
