@@ -16,7 +16,7 @@ from sandboxd.auth import Authenticator
 from sandboxd.errors import InvalidArgument
 from sandboxd.grpc import convert
 from sandboxd.grpc.process_stream import ProcessConnection
-from sandboxd.grpc.status import bidi, streaming, unary
+from sandboxd.grpc.status import streaming, unary
 from sandboxd.grpc.tool_stream import ToolCallStream
 from sandboxd.models import DownloadDone, TreeDownloadDone
 from sandboxd.service import SandboxService
@@ -167,7 +167,7 @@ class SandboxServicer(pb_grpc.SandboxServiceServicer):  # type: ignore[misc]
             text=result.text, is_error=result.is_error, fields_json=json.dumps(dict(result.fields))
         )
 
-    @bidi
+    @streaming  # one authenticated stream; each call maps its own errors into its answer
     async def ToolCalls(
         self, requests: AsyncIterator[pb.ToolCallsRequest], context: Context
     ) -> AsyncIterator[pb.ToolCallsResponse]:
@@ -186,7 +186,7 @@ class SandboxServicer(pb_grpc.SandboxServiceServicer):  # type: ignore[misc]
         )
         return convert.process_info_to_pb(info)
 
-    @bidi
+    @streaming
     async def ConnectProcess(
         self, requests: AsyncIterator[pb.ProcessInput], context: Context
     ) -> AsyncIterator[pb.ProcessOutput]:

@@ -102,37 +102,6 @@ def streaming(
     return _observed_streaming(wrapper)
 
 
-def bidi(
-    method: Callable[
-        [Self, AsyncIterator[Request], grpc.aio.ServicerContext], AsyncIterator[Response]
-    ],
-) -> Callable[[Self, AsyncIterator[Request], grpc.aio.ServicerContext], AsyncIterator[Response]]:
-    """A stream of many calls: authenticated once; each call maps its own errors
-    (``describe``) into its answer, so only a broken stream ends the RPC."""
-
-    @functools.wraps(method)
-    async def wrapper(
-        self: Self, requests: AsyncIterator[Request], context: grpc.aio.ServicerContext
-    ) -> AsyncIterator[Response]:
-        try:
-            scope = self.authenticator.scope_for(
-                context.peer(), context.invocation_metadata() or ()
-            )
-            token = enter_scope(scope)
-            try:
-                async for item in method(self, requests, context):
-                    yield item
-            finally:
-                with contextlib.suppress(ValueError):  # closed from another context
-                    leave_scope(token)
-        except Exception as exc:
-            if _is_abort(exc):
-                raise
-            await _abort(context, exc)
-
-    return wrapper
-
-
 # ------------------------------------------------------------ metrics and access log
 # Outermost, so that an unauthenticated call is counted too.
 
