@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +53,34 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def anyio_backend() -> str:
     # sandboxd runs on asyncio (grpc.aio); tests use the same loop.
     return "asyncio"
+
+
+@pytest.fixture(autouse=True)
+async def _stray_grpc_completions_are_not_this_tests(anyio_backend: str) -> AsyncIterator[None]:
+    """Each test runs on a fresh event loop, but grpc.aio's completion poller is
+    process-wide: an RPC of an earlier test that completes after that test's
+    loop closed is handed to the closed loop from inside this one, which
+    raises "Event loop is closed" here. That one error belongs to no test and
+    is dropped; every other error reaches the test as before.
+    """
+    loop = asyncio.get_running_loop()
+    inner = loop.get_exception_handler()
+
+    def handler(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        error = context.get("exception")
+        if (
+            isinstance(error, RuntimeError)
+            and str(error) == "Event loop is closed"
+            and "PollerCompletionQueue" in repr(context.get("handle"))
+        ):
+            return
+        if inner is None:
+            loop.default_exception_handler(context)
+        else:
+            inner(loop, context)
+
+    loop.set_exception_handler(handler)
+    yield
 
 
 _tier_outcomes: dict[str, dict[str, int]] = {}
