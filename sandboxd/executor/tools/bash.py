@@ -34,6 +34,7 @@ import re
 import select
 import shlex
 import signal
+import string
 import subprocess
 import threading
 import time
@@ -98,6 +99,11 @@ DRAIN_MAX = 2.0
 
 BASE_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "TERM": "dumb"}
 
+# Every variable name, by first character, with builtins only: saving the
+# state must not fork (a pipeline would, and under a fork bomb bash retries a
+# failed fork for seconds before the call can end).
+_ALL_NAMES = " ".join("${!" + first + "*}" for first in string.ascii_letters + "_")
+
 # The per-call script is one line, passed inline (never read from a file the
 # workload could rewrite), so that bash reports errors in the model's command
 # with the command's own line numbers ("bash: line 1: ...") as a plain
@@ -109,8 +115,9 @@ BASE_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "TER
 _ONE_LINE = (
     "__sbx_cmd=$1 __sbx_fd=$2; shift 2; "
     "trap '__sbx_rc=$?; trap - EXIT; set +eu; "
-    '{ printf "sbx1\\0%s\\0" "$PWD"; compgen -e | while IFS= read -r __sbx_n; do '
-    'printf "%s=%s\\0" "$__sbx_n" "${!__sbx_n-}"; done; } >&"$__sbx_fd" 2>/dev/null; '
+    '{ printf "sbx1\\0%s\\0" "$PWD"; for __sbx_n in ' + _ALL_NAMES + "; do "
+    '[[ ${!__sbx_n@a} == *x* ]] && printf "%s=%s\\0" "$__sbx_n" "${!__sbx_n-}"; '
+    'done; } >&"$__sbx_fd" 2>/dev/null; '
     "exit $__sbx_rc' EXIT; "
     'eval "$__sbx_cmd"'
 )
