@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import subprocess
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -72,6 +73,13 @@ def docker_client() -> Iterator[docker.DockerClient]:
     finally:
         remove_namespace_resources(client, RUN_PREFIX)
         client.close()
+    # Every disk of this run went with its sandbox or its daemon's pool: a loop
+    # device still attached to one of its images is a leak (detached here, so
+    # that it does not outlive the run, and reported).
+    leaked = [line for line in disk.loop_devices() if f"/sandboxd-{RUN_PREFIX}-" in line]
+    for line in leaked:
+        subprocess.run(["losetup", "--detach", line.split()[0]], check=False)
+    assert leaked == [], "loop devices leaked by the docker tier"
 
 
 @pytest.fixture(scope="session")
