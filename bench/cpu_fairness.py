@@ -33,7 +33,7 @@ from runtime_client import GrpcSandboxFactory, Sandbox
 
 JOB = (
     "python3 -c 'import time; t = time.perf_counter(); "
-    "sum(i * i for i in range(1_500_000)); print(time.perf_counter() - t)'"
+    "sum(i * i for i in range(6_000_000)); print(time.perf_counter() - t)'"
 )
 HOG = "setsid sh -c 'while :; do :; done' </dev/null >/dev/null 2>&1 &"
 CPU_V1 = Path("/sys/fs/cgroup/cpu")

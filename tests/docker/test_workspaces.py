@@ -151,6 +151,7 @@ async def test_docker_inspect_shows_the_isolation_defaults(
     assert host["Memory"] == 1 << 30
     assert host["PidsLimit"] == 512
     assert host["NanoCpus"] == 1_000_000_000
+    assert host["CpuShares"] == 512  # every sandbox at one weight, below sandboxd's
     assert host["Privileged"] is False
     assert not any("docker.sock" in (m.get("Source") or "") for m in attrs["Mounts"])
     assert [m["Destination"] for m in attrs["Mounts"]] == ["/workspace"]

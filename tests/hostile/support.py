@@ -41,10 +41,11 @@ RATIO = 3.0
 FLOOR_MS = 5.0
 PROBE_FILE = "probe.txt"
 #: The reported cause when a CPU-heavy attack misses the bound: a sandbox may
-#: use 1 CPU (the default) of this machine's 2, at the same weight as sandboxd
-#: itself, so the daemon, the bystander's executor and the client share what
-#: is left with everything else running here (SECURITY.md, "CPU").
-CPU_CONTENTION = "missing defence: sandboxes run at the daemon's CPU weight"
+#: use 1 CPU (the default) of this machine's 2. Sandboxes have equal CPU
+#: weights (cpu_shares), but on this host the daemon, the bystander's executor
+#: and the client also share what is left with everything else running here,
+#: which no container weight changes (SECURITY.md, "Disk and CPU").
+CPU_CONTENTION = "known: CPU contention from the rest of a loaded 2-core host"
 
 
 @dataclass
