@@ -206,3 +206,28 @@ async def test_without_a_disk_limit_the_daemon_says_so_loudly(
         assert disk.DISK_LABEL not in (volume.attrs.get("Labels") or {})
         assert (volume.attrs.get("Options") or {}).get("device") is None
         await box.delete()
+
+
+async def test_a_killed_daemons_pool_disks_are_removed_by_the_next_start(
+    daemon_factory: type[Daemon], docker_client: docker.DockerClient, tmp_path: Path
+) -> None:
+    namespace = f"{RUN_PREFIX}-dkill{secrets.token_hex(2)}"
+    disks = tmp_path / "disks"
+    flags = ("--namespace", namespace, "--image", IMAGE, "--disk-dir", str(disks))
+    first = daemon_factory(tmp_path / "d1.sock", *flags, "--pool-size", "1")
+    await anyio.to_thread.run_sync(first.start)
+    async with GrpcSandboxFactory(first.target) as factory:
+        for _ in range(600):  # the pool's workspace, with its disk
+            if (await factory.transport.get_status()).pool.ready >= 1:
+                break
+            await anyio.sleep(0.1)
+    pooled = _images_in(disks)
+    assert len(pooled) == 1 and _loop_devices_of(pooled[0]) != ""
+    await anyio.to_thread.run_sync(first.kill)  # SIGKILL: no clean-up of its own
+    assert _images_in(disks) == pooled
+
+    second = daemon_factory(tmp_path / "d2.sock", *flags, "--pool-size", "0")
+    await anyio.to_thread.run_sync(second.start)
+    assert _images_in(disks) == [] and _loop_devices_of(pooled[0]) == ""
+    assert docker_client.volumes.list(filters={"label": f"{labels.NAMESPACE}={namespace}"}) == []
+    await anyio.to_thread.run_sync(second.terminate)
