@@ -71,7 +71,10 @@ async def test_workspace_stops_at_its_disk_limit(
     assert grown.exit_code != 0 and b"No space left on device" in grown.stderr
     await attacked.remove("big")  # an ext4 fallocate may keep what it got before ENOSPC
     filled = await attacked.exec(
-        "head -c 200000000 /dev/zero > fill; stat -c %s fill", timeout_ms=30_000
+        # sync: what lasts is a full disk; the write-back of the 53 MiB is
+        # the attack's transient, not its effect on the neighbour.
+        "head -c 200000000 /dev/zero > fill; sync -f fill; stat -c %s fill",
+        timeout_ms=30_000,
     )
     assert b"No space left on device" in filled.stderr
     written = int(filled.stdout.split()[-1])
