@@ -58,6 +58,9 @@ async def test_status(client: httpx.AsyncClient) -> None:
     assert body["backend"] == "local"
     assert body["namespace"] == "default"
     assert body["pool"] == {"size": 0, "ready": 0, "served": 0, "started": 0}
+    # The local backend has no disks, and says so.
+    assert body["disk"]["enforced"] is False and body["disk"]["bytes"] == 0
+    assert "local backend" in body["disk"]["reason"]
 
 
 async def test_the_six_tools(client: httpx.AsyncClient) -> None:
