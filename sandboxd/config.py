@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 MiB = 1 << 20
@@ -17,6 +17,7 @@ _HTTP_BODY_ROOM = 1 * MiB
 #: is a ceiling, not a reservation: room for a repository, its dependencies and
 #: build output, while one sandbox can no longer fill the host (SECURITY.md).
 DEFAULT_DISK_BYTES = 4 << 30
+MIN_DISK_BYTES = 16 * MiB
 
 
 class Settings(BaseSettings):
@@ -137,6 +138,15 @@ class Settings(BaseSettings):
     def executor_max_line_bytes(self) -> int:
         # One executor frame may carry a whole payload and both outputs in base64.
         return (self.max_payload_bytes + 2 * self.max_output_bytes) * 4 // 3 + MiB
+
+    @field_validator("disk_bytes")
+    @classmethod
+    def _disk_fits_an_ext4(cls, value: int) -> int:
+        # Below this mkfs.ext4 makes no usable workspace: said at start, not
+        # at every create.
+        if 0 < value < MIN_DISK_BYTES:
+            raise ValueError(f"disk_bytes must be 0 (no limit) or at least {MIN_DISK_BYTES}")
+        return value
 
     @classmethod
     def from_arguments(cls, **values: Any) -> Settings:

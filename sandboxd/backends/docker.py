@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import secrets
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -117,7 +118,8 @@ class DockerBackend:
             self._disk = DiskLimit(reason="disk_bytes=0: turned off by configuration")
             log.warning("disk limit off (disk_bytes=0): workspaces share the host's disk")
             return
-        probe_name = f"sandboxd-{self.settings.namespace}-probe"
+        # Random: two daemons of one namespace may start at once on one folder.
+        probe_name = f"sandboxd-{self.settings.namespace}-probe-{secrets.token_hex(3)}"
         reason = await anyio.to_thread.run_sync(disk.probe, self.settings.disk_dir, probe_name)
         if reason is None:
             self._disk = DiskLimit(enforced=True, bytes=size)

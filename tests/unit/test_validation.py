@@ -82,3 +82,16 @@ def test_same_id_with_different_options_names_the_fields() -> None:
     existing = effective(SandboxOptions(), Settings())
     with pytest.raises(AlreadyExists, match="different memory_bytes, network"):
         check_same("a", SandboxOptions(memory_bytes=32 << 20, network=True), existing)
+
+
+@pytest.mark.parametrize("size", [1, (16 << 20) - 1])
+def test_a_disk_too_small_for_ext4_is_refused_at_configuration(size: int) -> None:
+    from pydantic import ValidationError
+
+    from sandboxd.config import DEFAULT_DISK_BYTES, Settings
+
+    with pytest.raises(ValidationError, match="disk_bytes must be 0"):
+        Settings.from_arguments(disk_bytes=size)
+    assert Settings.from_arguments(disk_bytes=0).disk_bytes == 0  # no limit, on purpose
+    assert Settings.from_arguments().disk_bytes == DEFAULT_DISK_BYTES == 4 << 30
+    assert Settings.from_arguments(disk_bytes=16 << 20).disk_bytes == 16 << 20
