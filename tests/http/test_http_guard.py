@@ -68,8 +68,7 @@ async def test_time_the_application_takes_to_read_is_not_the_clients_idle_time()
     async with _serving(_slow_reader, limits) as port:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write(
-            f"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: {size}\r\n\r\n".encode()
-            + b"y" * size
+            f"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: {size}\r\n\r\n".encode() + b"y" * size
         )
         async with asyncio.timeout(BOUND_S):
             await writer.drain()

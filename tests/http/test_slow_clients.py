@@ -158,7 +158,7 @@ async def test_a_stalled_json_body_gets_408_and_closure(daemon: Server) -> None:
     await conn.send(
         b"POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\n"
         + f"Authorization: Bearer {ADMIN}\r\n".encode()
-        + b"Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"i"
+        + b'Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"i'
     )
     status, headers, body = await conn.response()
     assert status == 408 and headers["connection"] == "close"
