@@ -11,8 +11,9 @@ uvicorn's ``H11Protocol`` adds, per ``ConnectionLimits``:
   part of a head gets ``408``, an idle one just sees the connection close;
 - a body idle timeout, counted only while the server is reading (uvicorn
   pauses reading while the application is busy with what it has), so a long
-  upload that keeps flowing is never cut. On expiry: ``408`` if no response
-  has started, then close;
+  upload that keeps flowing is never cut, nor while a client that sent
+  ``Expect: 100-continue`` waits to be told to go on. On expiry: ``408`` if
+  no response has started, then close;
 - a connection cap: the connection beyond it is answered ``503`` at once,
   without reading anything, and closed.
 
@@ -47,7 +48,12 @@ _REFUSAL_LOG_EVERY_S = 10.0
 
 #: What this module touches inside uvicorn (checked by ``check_uvicorn``).
 _H11_METHODS = ("connection_made", "connection_lost", "data_received", "on_response_complete")
-_CYCLE_ATTRIBUTES = ("response_started", "disconnected", "message_event")
+_CYCLE_ATTRIBUTES = (
+    "response_started",
+    "disconnected",
+    "message_event",
+    "waiting_for_100_continue",
+)
 
 
 def check_uvicorn() -> None:
@@ -84,10 +90,10 @@ class _WatchedFlow(flow_control.FlowControl):
             self._changed()
 
     def resume_reading(self) -> None:
-        was = self.read_paused
         super().resume_reading()
-        if was:
-            self._changed()
+        # Every time: uvicorn calls this as the application asks for more body,
+        # which is also when it answers a waiting "Expect: 100-continue".
+        self._changed()
 
 
 class GuardedH11Protocol(H11Protocol):
@@ -146,12 +152,16 @@ class GuardedH11Protocol(H11Protocol):
         if state is h11.IDLE:
             if self._waiting_for != "head":  # a new deadline only for a new head
                 self._start_timer("head", self.limits.header_timeout_s)
-        elif state is h11.SEND_BODY and not self.flow.read_paused:
+        elif state is h11.SEND_BODY and not self.flow.read_paused and not self._awaits_continue():
             if self._waiting_for != "body":
                 self._last_read = self.loop.time()
                 self._start_timer("body", self.limits.body_idle_timeout_s)
         else:
             self._stop_timer()
+
+    def _awaits_continue(self) -> bool:
+        # A client that sent "Expect: 100-continue" may wait, body unsent, until told to go on.
+        return self.cycle is not None and self.cycle.waiting_for_100_continue
 
     def _start_timer(self, waiting_for: Literal["head", "body"], delay: float) -> None:
         self._stop_timer()
