@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -169,7 +170,9 @@ async def test_a_stalled_json_body_gets_408_and_closure(daemon: Server) -> None:
     await _healthy(daemon)
 
 
-async def test_a_stalled_streamed_upload_gets_408_and_leaves_no_file(daemon: Server) -> None:
+async def test_a_stalled_streamed_upload_gets_408_and_leaves_no_file(
+    daemon: Server, caplog: pytest.LogCaptureFixture
+) -> None:
     async with httpx.AsyncClient(
         base_url=f"http://127.0.0.1:{daemon.http_port}",
         headers={"Authorization": f"Bearer {ADMIN}"},
@@ -190,6 +193,8 @@ async def test_a_stalled_streamed_upload_gets_408_and_leaves_no_file(daemon: Ser
         conn.close()
         stat = await client.get("/v1/sandboxes/stall/files/exists", params={"path": "half.bin"})
         assert stat.status_code == 200 and stat.json()["exists"] is False, stat.text
+    # The service saw a client that left, not a bug (no "internal error" with a traceback).
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
 
 
 async def test_a_slow_body_that_keeps_flowing_is_not_cut(daemon: Server) -> None:
