@@ -98,10 +98,13 @@ class _WatchedFlow(flow_control.FlowControl):
 
 class GuardedH11Protocol(H11Protocol):
     limits: ClassVar[ConnectionLimits]
+    #: Refused connections still lingering (per server: each has its own subclass).
+    lingering: ClassVar[int] = 0
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._refused = False
+        self._lingers = False
         self._timer: asyncio.TimerHandle | None = None
         self._waiting_for: Literal["head", "body"] | None = None
         self._last_read = 0.0
@@ -125,6 +128,9 @@ class GuardedH11Protocol(H11Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_timer()
+        if self._lingers:
+            type(self).lingering -= 1
+            self._lingers = False
         if self._refused:
             return  # never admitted: uvicorn knows nothing of it
         super().connection_lost(exc)
@@ -244,8 +250,15 @@ class GuardedH11Protocol(H11Protocol):
                 retry_after=1,
             )
         )
-        if transport.can_write_eof():
-            transport.write_eof()
+        cls = type(self)
+        if cls.lingering >= self.limits.max_connections or not transport.can_write_eof():
+            # A flood: refused connections may not hold descriptors beyond the cap
+            # either, so these close at once (the 503 may then be lost to a reset).
+            transport.close()
+            return
+        cls.lingering += 1
+        self._lingers = True
+        transport.write_eof()
         self._timer = self.loop.call_later(_REFUSED_LINGER_S, transport.close)
 
 

@@ -280,3 +280,27 @@ async def test_the_connection_beyond_the_cap_gets_503_and_a_freed_slot_admits_ag
         again.close()
         for conn in admitted:
             conn.close()
+
+
+async def test_a_flood_beyond_the_cap_is_refused_and_the_admitted_connection_still_works(
+    tmp_path: Path,
+) -> None:
+    async with _daemon(tmp_path, http_max_connections=1, http_header_timeout_s=60) as daemon:
+        admitted = await Raw.open(daemon)
+        await admitted.send(_get("/v1/status"))
+        assert (await admitted.response())[0] == 200
+        # Refused ones linger (to deliver their 503) only up to the cap; the rest close at once.
+        flood = [await Raw.open(daemon) for _ in range(50)]
+        answers = []
+        for conn in flood:
+            async with asyncio.timeout(BOUND_S):
+                try:
+                    answers.append((await conn.reader.read())[:12])
+                except ConnectionResetError:
+                    answers.append(b"reset")
+            conn.close()
+        assert set(answers) <= {b"HTTP/1.1 503", b"reset", b""}, set(answers)
+        assert b"HTTP/1.1 503" in answers
+        await admitted.send(_get("/v1/status"))
+        assert (await admitted.response())[0] == 200
+        admitted.close()
