@@ -9,6 +9,8 @@ from typing import Any, Literal
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from sandboxd.connection_limits import DEFAULT_LIMITS, ConnectionLimits
+
 MiB = 1 << 20
 _GRPC_ENVELOPE_ROOM = 64 * MiB
 _HTTP_BODY_ROOM = 1 * MiB
@@ -31,6 +33,24 @@ class Settings(BaseSettings):
         None,
         description="optional HTTP/JSON API and /metrics address, e.g. 127.0.0.1:8080 "
         "(needs tokens like TCP)",
+    )
+    http_header_timeout_s: float = Field(
+        DEFAULT_LIMITS.header_timeout_s,
+        gt=0,
+        description="HTTP: the whole request head must arrive within this many seconds of the "
+        "connection opening or of the previous response (slow bytes do not extend it); "
+        "then 408 and close",
+    )
+    http_body_idle_timeout_s: float = Field(
+        DEFAULT_LIMITS.body_idle_timeout_s,
+        gt=0,
+        description="HTTP: longest pause between two pieces of a request body while the "
+        "server reads it; then 408 and close (a body that keeps flowing is never cut)",
+    )
+    http_max_connections: int = Field(
+        DEFAULT_LIMITS.max_connections,
+        ge=1,
+        description="HTTP: most open connections; the next one is answered 503 at once and closed",
     )
     token: SecretStr | None = Field(
         None, description="a bearer token with full scope for the TCP listener (never logged)"
@@ -133,6 +153,14 @@ class Settings(BaseSettings):
     @property
     def http_max_body_bytes(self) -> int:
         return 2 * self.max_payload_bytes + _HTTP_BODY_ROOM
+
+    @property
+    def http_connection_limits(self) -> ConnectionLimits:
+        return ConnectionLimits(
+            header_timeout_s=self.http_header_timeout_s,
+            body_idle_timeout_s=self.http_body_idle_timeout_s,
+            max_connections=self.http_max_connections,
+        )
 
     @property
     def executor_max_line_bytes(self) -> int:

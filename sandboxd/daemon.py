@@ -129,4 +129,9 @@ class Daemon:
 
         app = create_app(self.service, self.authenticator, self)
         assert self.settings.http is not None
-        return HttpServer(app, self.settings.http, drain_seconds=self.settings.drain_seconds)
+        return HttpServer(
+            app,
+            self.settings.http,
+            drain_seconds=self.settings.drain_seconds,
+            limits=self.settings.http_connection_limits,
+        )

@@ -111,8 +111,18 @@ async def serve_stdio(server: Server[Any]) -> None:
 async def serve_http(server: Server[Any], host: str, port: int) -> None:
     import uvicorn  # an mcp dependency; only the HTTP transport needs it
 
+    from sandboxd.connection_limits import DEFAULT_LIMITS
+    from sandboxd.http_guard import guarded_protocol
+
     app = server.streamable_http_app(host=host)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        lifespan="on",
+        http=guarded_protocol(DEFAULT_LIMITS),  # the daemon's slow-client protection
+    )
     # Serve on this loop: the gRPC channel under the sandbox belongs to it.
     await uvicorn.Server(config).serve()
 

@@ -18,8 +18,9 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 
-from sandboxd.errors import InvalidArgument, SandboxdError
+from sandboxd.errors import InvalidArgument, SandboxdError, Timeout
 from sandboxd.observability.calls import mark_failed
 
 log = logging.getLogger(__name__)
@@ -77,6 +78,18 @@ async def _on_http_exception(request: Request, exc: Exception) -> JSONResponse:
     return error_response(exc.status_code, code, str(exc.detail), dict(exc.headers or {}))
 
 
+async def _on_client_gone(request: Request, exc: Exception) -> JSONResponse:
+    # The client left mid-body, or the slow-client guard (sandboxd.http_guard)
+    # answered 408 and closed: not a bug, and nobody reads this response.
+    assert isinstance(exc, ClientDisconnect)
+    log.info(
+        "%s %s: the client left before its request body was complete",
+        request.method,
+        request.url.path,
+    )
+    return sandboxd_error_response(Timeout("the request body was not complete"))
+
+
 async def _on_unexpected(request: Request, exc: Exception) -> JSONResponse:
     # A bug: the client gets an incident id to quote, the log gets the traceback.
     incident = uuid.uuid4().hex[:12]
@@ -90,6 +103,7 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(SandboxdError, _on_sandboxd_error)
     app.add_exception_handler(RequestValidationError, _on_validation_error)
     app.add_exception_handler(HTTPException, _on_http_exception)
+    app.add_exception_handler(ClientDisconnect, _on_client_gone)
     app.add_exception_handler(Exception, _on_unexpected)
 
 

@@ -16,7 +16,9 @@ from collections.abc import Iterator
 
 import uvicorn
 
+from sandboxd.connection_limits import ConnectionLimits
 from sandboxd.errors import InvalidArgument, SandboxUnavailable
+from sandboxd.http_guard import guarded_protocol
 
 log = logging.getLogger(__name__)
 
@@ -42,10 +44,14 @@ def parse_address(address: str) -> tuple[str, int]:
 
 
 class HttpServer:
-    def __init__(self, app: object, address: str, *, drain_seconds: float) -> None:
+    def __init__(
+        self, app: object, address: str, *, drain_seconds: float, limits: ConnectionLimits
+    ) -> None:
         self._host, self._port = parse_address(address)
         config = uvicorn.Config(
             app,  # type: ignore[arg-type]
+            # h11 with head/body timeouts and a connection cap (slow clients), never httptools.
+            http=guarded_protocol(limits),
             log_config=None,  # the daemon's JSON logging
             access_log=False,  # sandboxd.access logs calls, with ids
             lifespan="off",

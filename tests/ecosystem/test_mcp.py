@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import secrets
 import subprocess
 import sys
@@ -17,6 +19,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult, TextContent
 
 from runtime_client import GrpcSandboxFactory, NotFound
+from sandboxd.connection_limits import DEFAULT_LIMITS
 from tests.ecosystem.conftest import free_port
 from tests.helpers import ROOT, Daemon
 
@@ -157,6 +160,32 @@ async def test_streamable_http_bridge(http_bridge: str) -> None:
         await _exercise(session)
         missing = await session.call_tool("read", {"file_path": "missing.txt"})
         assert missing.is_error
+
+
+async def test_the_http_bridge_closes_a_dripping_request_head(http_bridge: str) -> None:
+    # The daemon's slow-client guard, default limits (sandboxd.connection_limits).
+    port = int(http_bridge.rsplit(":", 1)[1].split("/")[0])
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(b"POST /mcp HTTP/1.1\r\nHost: x\r\n")
+
+    async def drip() -> None:
+        with contextlib.suppress(ConnectionError):
+            for i in range(300):
+                writer.write(f"X-Drip-{i}: {i}\r\n".encode())
+                await writer.drain()
+                await asyncio.sleep(0.2)
+
+    dripping = asyncio.create_task(drip())
+    try:
+        async with asyncio.timeout(DEFAULT_LIMITS.header_timeout_s + 30):
+            head = await reader.readuntil(b"\r\n\r\n")
+            assert head.startswith(b"HTTP/1.1 408 "), head
+            with contextlib.suppress(ConnectionResetError):
+                while await reader.read(65536):
+                    pass  # to the close
+    finally:
+        dripping.cancel()
+        writer.close()
 
 
 def test_bridge_without_a_daemon_says_so(tmp_path: Path) -> None:

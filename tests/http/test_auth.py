@@ -70,3 +70,24 @@ async def test_http_without_tokens_refuses_to_start(tmp_path: Path) -> None:
     )
     with pytest.raises(InvalidArgument, match="an HTTP listener needs bearer tokens"):
         Server(settings)
+
+
+async def test_a_token_from_the_environment_guards_http(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    token = "env-token-0123456789abcdef"
+    monkeypatch.setenv("SANDBOXD_TOKEN", token)
+    settings = Settings(
+        backend="local", local_root=tmp_path, socket=tmp_path / "s", http="127.0.0.1:0"
+    )
+    server = Server(settings)
+    await server.start()
+    try:
+        async with httpx.AsyncClient(base_url=base_url(server), timeout=30) as http:
+            assert (await http.get("/v1/status")).status_code == 401
+            wrong = await http.get("/v1/status", headers={"Authorization": "Bearer nope-0123456"})
+            assert wrong.status_code == 401
+            good = await http.get("/v1/status", headers={"Authorization": f"Bearer {token}"})
+            assert good.status_code == 200, good.text
+    finally:
+        await server.stop()

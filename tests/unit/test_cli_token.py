@@ -20,3 +20,8 @@ def test_token_on_the_command_line_warns(
 def test_token_from_the_environment_does_not_warn(capsys: pytest.CaptureFixture[str]) -> None:
     cli._warn_token_on_command_line(["mcp", "--instance", "x"])
     assert capsys.readouterr().err == ""
+
+
+def test_serve_with_a_token_flag_warns_too(capsys: pytest.CaptureFixture[str]) -> None:
+    cli._warn_token_on_command_line(["serve", "--token", "s3cret", "--tcp", "127.0.0.1:0"])
+    assert cli.TOKEN_WARNING in capsys.readouterr().err
