@@ -18,6 +18,7 @@ import asyncio
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -104,7 +105,7 @@ async def measure(target: str, daemon_pid: int, namespace: str, scratch: Path, s
             cpu["client"] = round(now.user + now.system - mine.user - mine.system, 2)
             entry: dict[str, Any] = {"wall_s": round(wall, 2), "cpu_s": cpu}
             for who, out, proc in spies:
-                proc.terminate()
+                proc.send_signal(signal.SIGINT)
                 await asyncio.to_thread(proc.wait)
                 entry[f"py-spy {who}"] = prof._summarize_raw(out, 1)
             report[label] = entry
