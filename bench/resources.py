@@ -109,6 +109,8 @@ class Resources:
         self.tmp = Path(tempfile.mkdtemp(prefix=f"sandboxd-bench-{self.run_id}-"))
         self.docker = docker.from_env(timeout=120)
         self.daemons: list[Daemon] = []
+        #: Namespaces of backends run inside the bench process (bench.layers).
+        self.extra_namespaces: list[str] = []
         self.labels = {RUN_LABEL: self.run_id}
 
     def start_daemon(self, *args: str, suffix: str = "") -> Daemon:
@@ -124,6 +126,7 @@ class Resources:
         removed = 0
         selectors = [[f"{RUN_LABEL}={self.run_id}"]]
         selectors += [[f"sandboxd.namespace={d.namespace}"] for d in self.daemons]
+        selectors += [[f"sandboxd.namespace={n}"] for n in self.extra_namespaces]
         for selector in selectors:
             with contextlib.suppress(docker.errors.DockerException):
                 for container in self.docker.containers.list(all=True, filters={"label": selector}):

@@ -76,6 +76,8 @@ class _Server:
         #: bound behind calls that never finish.
         self.busy = 0
         self.busy_lock = threading.Lock()
+        #: Requests answered with "out of threads" while queued in the pool.
+        self.refused: set[int] = set()
         # Workers act as the sandbox user (a no-op without privilege separation).
         self.pool = ThreadPoolExecutor(
             max_workers=MAX_WORKERS, thread_name_prefix="op", initializer=identity.become_user
@@ -166,6 +168,13 @@ class _Server:
         try:
             self.pool.submit(self.serve, request_id, op, args, frame, cancel, stream)
         except RuntimeError as exc:  # "can't start new thread": the pids limit is reached
+            # The request is queued already (submit queues, then starts a
+            # thread): a worker finishing its call takes it, so with workers
+            # alive it only waits. Without any, it is refused, and marked so
+            # that a worker started later does not run it after the refusal.
+            if self.pool._threads:
+                return
+            self.refused.add(request_id)
             self._done()
             self.cancels.pop(request_id, None)
             self.credits.pop(request_id, None)
@@ -189,6 +198,9 @@ class _Server:
         cancel: threading.Event,
         stream: bool,
     ) -> None:
+        if request_id in self.refused:
+            self.refused.discard(request_id)
+            return
         credits = self.credits.get(request_id)
 
         def emit(event: dict[str, Any]) -> None:

@@ -28,6 +28,7 @@ Fields:
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import itertools
 import os
 import re
@@ -122,6 +123,21 @@ _ONE_LINE = (
     'eval "$__sbx_cmd"'
 )
 _BACKGROUND = 'eval "$1"'
+
+# A shell started ahead of its call (``_Ready``): it waits for one byte on the
+# descriptor named by $3 (the "go"), reads the command, NUL-terminated, from
+# the sealed anonymous file named by $2, closes both, then runs exactly as
+# ``_ONE_LINE`` does. EOF on "go" (the shell was discarded) ends it quietly.
+_READY_PREFIX = (
+    "__sbx_in=$1 __sbx_go=$2; shift 2; "
+    'IFS= read -r -n 1 __sbx_cmd <&"$__sbx_go" || exit 0; '
+    'IFS= read -r -d "" __sbx_cmd <&"$__sbx_in"; '
+    "exec {__sbx_in}<&- {__sbx_go}<&-; "
+)
+_READY_LINE = _READY_PREFIX + _ONE_LINE.replace(
+    "__sbx_cmd=$1 __sbx_fd=$2; shift 2; ", "__sbx_fd=$1; shift; ", 1
+)
+assert _READY_LINE != _READY_PREFIX + _ONE_LINE
 
 #: The state the trap reports is bounded; anything past it is ignored.
 MAX_STATE_BYTES = 1 << 20
@@ -232,12 +248,19 @@ class Shell:
         self._calls = itertools.count(1)
         self._job_ids = itertools.count(1)
         self.jobs = Jobs(workdir)
+        #: The next call's shell, started ahead (``_Ready``); False turns it off.
+        self.start_ahead = START_AHEAD
+        self._ready: _Ready | None = None
+        #: Calls served by a shell started ahead (observability, tests).
+        self.ready_used = 0
+        self._closed = False
+        self._ready_guard = threading.Lock()
         self._prepare()
 
     def _prepare(self) -> None:
         logs.prepare(self.logs)
 
-    def _start_dir(self, directory: str) -> tuple[str, str]:
+    def _start_dir(self, directory: str, *, forget: bool = True) -> tuple[str, str]:
         """Where the next call starts, and a note when the saved folder is gone."""
         if directory:
             return directory, ""
@@ -245,7 +268,9 @@ class Shell:
             return self.workdir, ""
         if os.path.isdir(self.cwd):
             return self.cwd, ""
-        gone, self.cwd = self.cwd, None
+        gone = self.cwd
+        if forget:
+            self.cwd = None
         return (
             self.workdir,
             f"[The saved working directory {gone} no longer exists; running in {self.workdir}.]\n",
@@ -298,26 +323,68 @@ class Shell:
         deadline = started + timeout_ms / 1000
         cleaner = Cleaner()
         cwd, note_gone = self._start_dir(directory)
-        state_fd = os.memfd_create("bash-state", os.MFD_CLOEXEC)
+        env = self._env_for(cwd)
+        with self._ready_guard:
+            ready, self._ready = self._ready, None
+        if ready is not None and not self.start_ahead:
+            ready.discard()
+            ready = None
+        proc = ready.start(command, cwd, env) if ready is not None else None
+        if proc is not None and ready is not None:
+            state_fd = ready.state_fd
+            self.ready_used += 1
+        else:
+            state_fd = os.memfd_create("bash-state", os.MFD_CLOEXEC)
         try:
             with open(logs.create(self.logs, name), "wb") as log:
                 capture = Capture(log, LOG_CAP_BYTES)
                 if note_gone:
                     capture.add(cleaner.feed(note_gone.encode()))
-                proc = spawn(
-                    ["bash", "-c", _ONE_LINE, "bash", command, str(state_fd)],
-                    cwd=cwd,
-                    env=self._env_for(cwd),
-                    stderr=subprocess.STDOUT,
-                    pass_fds=(state_fd,),
-                )
+                if proc is None:
+                    proc = spawn(
+                        ["bash", "-c", _ONE_LINE, "bash", command, str(state_fd)],
+                        cwd=cwd,
+                        env=env,
+                        stderr=subprocess.STDOUT,
+                        pass_fds=(state_fd,),
+                    )
                 timed_out, cancelled = self._pump(proc, capture, cleaner, deadline, cancel)
             self._keep_state(state_fd, save_cwd=not directory)
         finally:
             os.close(state_fd)
+        self._start_next()
         return self._foreground_result(
             command, proc, capture, started, timeout_ms, log_path, timed_out, cancelled
         )
+
+    def _start_next(self) -> None:
+        """Start the next call's shell ahead, in the state this call left.
+
+        On a thread of its own (the result goes back without waiting for the
+        spawn); it takes the bash lock, so it never overlaps a call.
+        """
+        if not self.start_ahead or self._closed:
+            return
+        with contextlib.suppress(RuntimeError):  # no thread to spare: the next call spawns
+            threading.Thread(target=self._make_ready, name="bash-ahead", daemon=True).start()
+
+    def _make_ready(self) -> None:
+        with self._lock.held():
+            if self._closed or self._ready is not None:
+                return
+            cwd, note_gone = self._start_dir("", forget=False)
+            if note_gone:
+                return
+            try:
+                ready = _Ready.spawn(cwd, self._env_for(cwd))
+            except OSError:
+                return  # out of processes or descriptors: the next call spawns (and reports)
+            with self._ready_guard:
+                kept = not self._closed
+                if kept:
+                    self._ready = ready
+            if not kept:
+                ready.discard()
 
     def _keep_state(self, state_fd: int, *, save_cwd: bool) -> None:
         size = os.fstat(state_fd).st_size
@@ -344,6 +411,9 @@ class Shell:
         kill_at: float | None = None
         exited_at: float | None = None
         last_data = time.monotonic()
+        # Readable when the shell exits: the wait wakes at the exit, not at
+        # the next poll (None where pidfd_open is missing: polls as before).
+        pidfd = _pidfd(proc.pid)
         try:
             while True:
                 now = time.monotonic()
@@ -365,14 +435,18 @@ class Shell:
                         if not eof:
                             _read_ready(fd, capture, cleaner)
                         break
+                watch = [pidfd] if running and pidfd is not None else []
                 if eof:
                     # The shell closed its output but runs on: keep
                     # enforcing the timeout while waiting for it.
-                    with contextlib.suppress(subprocess.TimeoutExpired):
-                        proc.wait(0.05)
+                    if watch:
+                        select.select(watch, [], [], 0.05)
+                    else:
+                        with contextlib.suppress(subprocess.TimeoutExpired):
+                            proc.wait(0.05)
                     continue
-                ready, _, _ = select.select([fd], [], [], 0.05)
-                if not ready:
+                ready, _, _ = select.select([fd, *watch], [], [], 0.05)
+                if fd not in ready:
                     continue
                 chunk = os.read(fd, 1 << 16)
                 if not chunk:
@@ -381,6 +455,8 @@ class Shell:
                 last_data = time.monotonic()
                 capture.add(cleaner.feed(chunk))
         finally:
+            if pidfd is not None:
+                os.close(pidfd)
             proc.stdout.close()
             if proc.poll() is None:
                 _signal_group(proc.pid, signal.SIGKILL)
@@ -500,7 +576,135 @@ class Shell:
         self.jobs.reap()
 
     def close(self) -> None:
+        with self._ready_guard:
+            self._closed = True
+            ready, self._ready = self._ready, None
+        if ready is not None:
+            ready.discard()
         self.jobs.close()
+
+
+#: Start each call's shell ahead of the call (``_Ready``); the module switch
+#: for A/B measurements (``SANDBOXD_BASH_AHEAD=0``).
+START_AHEAD = os.environ.get("SANDBOXD_BASH_AHEAD", "1") != "0"
+#: Longer commands take the ordinary path (bash reads the command file in blocks; this
+#: only bounds what a shell started ahead is handed).
+MAX_AHEAD_COMMAND = 1 << 20
+_SEALS = fcntl.F_SEAL_WRITE | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL
+
+
+class _Ready:
+    """A call's shell started before the call: ``bash`` waiting for its command.
+
+    It is the very process a call would spawn (``_READY_LINE``: the same
+    wrapper, session, identity, descriptors, saved cwd and environment),
+    only started earlier, so the call skips the fork, exec and bash start-up.
+    It serves at most one call: used or not, it is never handed another.
+    The command goes in a sealed anonymous file (read back and compared
+    after sealing, so nothing the workload does to the descriptor can
+    change it); one byte on a pipe says go. Anything unexpected (it died,
+    was stopped or traced, the state moved on, sealing fails) discards it
+    and the call spawns as usual.
+    """
+
+    def __init__(
+        self,
+        proc: subprocess.Popen[bytes],
+        cwd: str,
+        env: dict[str, str],
+        where: tuple[int, int],
+        fds: tuple[int, int, int],
+    ) -> None:
+        self.proc = proc
+        self.cwd = cwd
+        self.env = env
+        self.where = where
+        self.command_fd, self.go_fd, self.state_fd = fds
+
+    @classmethod
+    def spawn(cls, cwd: str, env: dict[str, str]) -> _Ready:
+        st = os.stat(cwd)
+        command_fd = os.memfd_create("bash-command", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        state_fd = os.memfd_create("bash-state", os.MFD_CLOEXEC)
+        go_read, go_fd = os.pipe2(os.O_CLOEXEC)
+        try:
+            proc = spawn(
+                ["bash", "-c", _READY_LINE, "bash", str(command_fd), str(go_read), str(state_fd)],
+                cwd=cwd,
+                env=env,
+                stderr=subprocess.STDOUT,
+                pass_fds=(command_fd, go_read, state_fd),
+            )
+        except BaseException:
+            for fd in (command_fd, state_fd, go_read, go_fd):
+                os.close(fd)
+            raise
+        os.close(go_read)
+        return cls(proc, cwd, env, (st.st_dev, st.st_ino), (command_fd, go_fd, state_fd))
+
+    def start(self, command: str, cwd: str, env: dict[str, str]) -> subprocess.Popen[bytes] | None:
+        """Hand over the command and say go; None (and discarded) if it cannot serve."""
+        try:
+            if self._usable(command, cwd, env):
+                data = command.encode("utf-8", "surrogateescape") + b"\0"
+                os.pwrite(self.command_fd, data, 0)
+                os.ftruncate(self.command_fd, len(data))
+                fcntl.fcntl(self.command_fd, fcntl.F_ADD_SEALS, _SEALS)
+                if os.pread(self.command_fd, len(data) + 1, 0) == data:
+                    os.write(self.go_fd, b"g")
+                    os.close(self.command_fd)
+                    os.close(self.go_fd)
+                    return self.proc
+        except OSError:
+            pass
+        self.discard()
+        return None
+
+    def _usable(self, command: str, cwd: str, env: dict[str, str]) -> bool:
+        if "\0" in command or len(command) > MAX_AHEAD_COMMAND:
+            return False
+        if self.proc.poll() is not None or cwd != self.cwd or env != self.env:
+            return False
+        st = os.stat(cwd)
+        if (st.st_dev, st.st_ino) != self.where:
+            return False  # the folder was replaced: a fresh shell starts in the new one
+        return _waiting(self.proc.pid)
+
+    def discard(self) -> None:
+        """Stop it (EOF on go ends it; the group kill covers a stopped one)."""
+        for fd in (self.command_fd, self.go_fd, self.state_fd):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        if self.proc.poll() is None:
+            _signal_group(self.proc.pid, signal.SIGKILL)
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            self.proc.wait(5)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+
+def _pidfd(pid: int) -> int | None:
+    try:
+        return os.pidfd_open(pid)
+    except (OSError, AttributeError):
+        return None
+
+
+def _waiting(pid: int) -> bool:
+    """The shell sleeps (in its read of go) and nobody traces it."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as fh:
+            status = fh.read(4096)
+    except OSError:
+        return False
+    state = re.search(rb"^State:\s+(\S)", status, re.M)
+    tracer = re.search(rb"^TracerPid:\s+(\d+)", status, re.M)
+    return (
+        state is not None
+        and state.group(1) in (b"S", b"R")
+        and tracer is not None
+        and tracer.group(1) == b"0"
+    )
 
 
 def _signal_group(pgid: int, sig: int) -> None:
