@@ -12,11 +12,13 @@ once at start, so a host without it is known (and said) before any create.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import subprocess
 import tempfile
 from pathlib import Path
 
+from sandboxd.backends import clone
 from sandboxd.errors import SandboxUnavailable
 
 #: Label on the volume naming its image file, so deletion finds it again.
@@ -149,11 +151,9 @@ def copy(source: Path, mountpoint: str | None, folder: Path, name: str) -> tuple
     reflink clones the blocks copy-on-write where the host filesystem can,
     otherwise a sparse copy skips the image's holes.
     """
-    from sandboxd.backends import clone
-
     image = folder / f"{name}.img"
     image.unlink(missing_ok=True)
-    method = "image-reflink" if clone.reflink_supported(str(folder)) else "image-copy"
+    method = "image-reflink" if _reflinks(str(folder)) else "image-copy"
     frozen = False
     try:
         if mountpoint is not None:
@@ -172,6 +172,12 @@ def copy(source: Path, mountpoint: str | None, folder: Path, name: str) -> tuple
         if frozen:
             _run("fsfreeze", "--unfreeze", mountpoint)  # type: ignore[arg-type]
     return image, method
+
+
+@functools.cache
+def _reflinks(folder: str) -> bool:
+    # Asked once per folder: the probe writes and clones two files.
+    return clone.reflink_supported(folder)
 
 
 def attach(image: Path) -> str:

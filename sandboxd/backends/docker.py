@@ -518,16 +518,25 @@ class DockerBackend:
                 self.settings.disk_dir,
                 name,
             )
-        finally:
+        except BaseException:
             if paused:
-                with contextlib.suppress(docker.errors.NotFound, SandboxUnavailable):
-                    await _thread(source.unpause)
+                await self._unpause(source)
+            raise
+        # The source runs again while the copy gets its loop device.
+        unpausing = asyncio.ensure_future(self._unpause(source)) if paused else None
         try:
             device = await anyio.to_thread.run_sync(disk.attach, image)
         except BaseException:
             image.unlink(missing_ok=True)
             raise
+        finally:
+            if unpausing is not None:
+                await asyncio.shield(unpausing)
         return image, device, method
+
+    async def _unpause(self, container: Container) -> None:
+        with contextlib.suppress(docker.errors.NotFound, SandboxUnavailable):
+            await _thread(container.unpause)
 
     async def _copy_volume(self, source: Container, target_volume: str) -> str:
         """Copy the source's workspace volume into ``target_volume`` with the
