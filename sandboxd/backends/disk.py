@@ -156,22 +156,37 @@ def copy(source: Path, mountpoint: str | None, folder: Path, name: str) -> tuple
     method = "image-reflink" if _reflinks(str(folder)) else "image-copy"
     frozen = False
     try:
-        if mountpoint is not None:
-            try:
-                _run("fsfreeze", "--freeze", mountpoint)
-                frozen = True
-            except SandboxUnavailable:
-                # No freeze (e.g. not supported here): the paused writers and a
-                # sync still give a state the copy's journal replays into.
-                _run("sync", "--file-system", mountpoint)
-        _run("cp", "--reflink=auto", "--sparse=always", "--", str(source), str(image), timeout=3600)
+        try:
+            if mountpoint is not None:
+                try:
+                    _run("fsfreeze", "--freeze", mountpoint)
+                    frozen = True
+                except SandboxUnavailable:
+                    # No freeze (e.g. not supported here): the paused writers and
+                    # a sync still give a state the copy's journal replays into.
+                    _run("sync", "--file-system", mountpoint)
+            _run(
+                "cp", "--reflink=auto", "--sparse=always", "--", str(source), str(image),
+                timeout=3600,
+            )  # fmt: skip
+        finally:
+            if frozen:
+                _thaw(mountpoint)  # type: ignore[arg-type]
     except BaseException:
         image.unlink(missing_ok=True)
         raise
-    finally:
-        if frozen:
-            _run("fsfreeze", "--unfreeze", mountpoint)  # type: ignore[arg-type]
     return image, method
+
+
+def _thaw(mountpoint: str) -> None:
+    # A source left frozen would hang every write in it: try hard.
+    for attempt in range(3):
+        try:
+            _run("fsfreeze", "--unfreeze", mountpoint)
+            return
+        except SandboxUnavailable:
+            if attempt == 2:
+                raise
 
 
 @functools.cache
