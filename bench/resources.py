@@ -24,6 +24,8 @@ import docker.errors
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from sandboxd.backends import disk
+
 ROOT = Path(__file__).resolve().parents[1]
 RUN_LABEL = "sandboxd.bench.run"
 IMAGE = "sandboxd-workspace:latest"
@@ -136,8 +138,11 @@ class Resources:
             with contextlib.suppress(docker.errors.DockerException):
                 for volume in self.docker.volumes.list(filters={"label": selector}):
                     with contextlib.suppress(docker.errors.DockerException):
+                        image = (volume.attrs.get("Labels") or {}).get(disk.DISK_LABEL)
                         volume.remove(force=True)
                         removed += 1
+                        if image:  # a workspace's own disk: its loop device and image too
+                            disk.remove(Path(image))
         shutil.rmtree(self.tmp, ignore_errors=True)
         self.docker.close()
         print(f"[bench] cleaned up: {removed} container(s)/volume(s), {self.tmp}", file=sys.stderr)

@@ -4,7 +4,9 @@
     python -m bench.run               # the full bench includes it
 
 * a 10,000-file / 100 MB tree: sandboxd UploadTree vs ``docker cp`` into a
-  container of the same image (its /workspace on a volume, as sandboxd's);
+  container of the same image (its /workspace on the same kind of volume as
+  sandboxd's: an ext4 disk image of the same size when the daemon gives
+  workspaces disks, as it does by default; a plain volume otherwise);
   DownloadTree vs ``docker cp`` out;
 * ForkSandbox of a 100 MB workspace (p50);
 * a 1 GiB single-file Upload, in MB/s.
@@ -26,6 +28,7 @@ from typing import Any
 import docker
 
 from runtime_client import GrpcSandboxFactory
+from sandboxd.backends import disk
 
 TREE_FILES = 10_000
 TREE_BYTES = 100 * 10**6
@@ -71,7 +74,18 @@ async def measure(
     tree = scratch / "tree"
     log(f"transfer: laying out {TREE_FILES} files / {TREE_BYTES // 10**6} MB")
     await asyncio.to_thread(make_tree, tree)
-    volume = client.volumes.create(labels=labels)
+    async with GrpcSandboxFactory(target) as factory:
+        disk_limit = (await factory.transport.get_status()).disk
+    peer_image: Path | None = None
+    if disk_limit.enforced:
+        peer_image, device = await asyncio.to_thread(
+            disk.create, scratch / "disks", "peer", disk_limit.bytes
+        )
+        volume = client.volumes.create(
+            labels=labels, driver="local", driver_opts={"type": "ext4", "device": device}
+        )
+    else:
+        volume = client.volumes.create(labels=labels)
     peer = client.containers.run(
         image,
         ["sleep", "infinity"],
@@ -81,7 +95,11 @@ async def measure(
         network_mode="none",
         volumes={volume.name: {"bind": "/workspace", "mode": "rw"}},
     )
-    results: dict[str, Any] = {}
+    results: dict[str, Any] = {
+        "volumes": f"ext4 disk images of {disk_limit.bytes >> 20} MiB (sandboxd and docker cp peer)"
+        if disk_limit.enforced
+        else "plain Docker volumes (sandboxd and docker cp peer)"
+    }
     try:
         async with GrpcSandboxFactory(target) as factory:
             box = await factory.create_sandbox("transfer")
@@ -149,6 +167,8 @@ async def measure(
     finally:
         peer.remove(force=True)
         volume.remove(force=True)
+        if peer_image is not None:
+            await asyncio.to_thread(disk.remove, peer_image)
         await asyncio.to_thread(shutil.rmtree, tree, True)
     results["tree_upload_ratio"] = results["tree_upload_s"] / results["tree_upload_docker_cp_s"]
     results["tree_download_ratio"] = (
@@ -183,6 +203,7 @@ def render(transfer: dict[str, Any]) -> str:
             f"  fork 100 MB    p50 {t['fork_100mb_ms_p50']:.0f} ms ({t['fork_method']})",
             f"  1 GiB upload   {t['upload_1gib_mb_s']:.0f} MB/s; download "
             f"{t['download_1gib_mb_s']:.0f} MB/s",
+            f"  volumes        {t.get('volumes', '?')}",
         ]
     )
 

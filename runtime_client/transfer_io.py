@@ -17,6 +17,8 @@ from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable
 from pathlib import Path
 from typing import IO, Any
 
+from sandboxd.executor import untar
+
 #: Bytes read from a local file per chunk (the daemon re-chunks as it needs).
 CHUNK = 1 << 20
 
@@ -196,27 +198,32 @@ class _Reader:
     def __init__(self, pull: Callable[[], Any], loop: asyncio.AbstractEventLoop) -> None:
         self._pull = pull
         self._loop = loop
+        # The chunk being read and how far (tarfile reads 10 KiB at a time:
+        # slicing the rest off a 1 MiB chunk each time would copy it anew).
         self._buffer = b""
+        self._pos = 0
         self._eof = False
 
     def read(self, size: int = -1) -> bytes:
-        while not self._buffer and not self._eof:
+        while self._pos >= len(self._buffer) and not self._eof:
             chunk = asyncio.run_coroutine_threadsafe(self._pull(), self._loop).result()
             if chunk is None:
                 self._eof = True
             else:
-                self._buffer = chunk
-        if size < 0 or size >= len(self._buffer):
-            data, self._buffer = self._buffer, b""
-        else:
-            data, self._buffer = self._buffer[:size], self._buffer[size:]
-        return data
+                self._buffer, self._pos = chunk, 0
+        start = self._pos
+        end = len(self._buffer) if size < 0 else min(len(self._buffer), start + size)
+        self._pos = end
+        if start == 0 and end == len(self._buffer):
+            return self._buffer
+        return self._buffer[start:end]
 
 
 async def extract_to(chunks: AsyncIterator[Any], dest: str | os.PathLike[str]) -> list[Any]:
-    """Extract the tar byte chunks into ``dest`` with tarfile's ``data`` filter
-    (the stream comes from a sandbox: no absolute names, no links out, no
-    devices); returns the non-byte items."""
+    """Extract the tar byte chunks into ``dest`` with the executor's own
+    extractor (``sandboxd.executor.untar``: the stream comes from a sandbox, so
+    no absolute names, no links out, no devices, nothing written through a
+    symlink; InvalidArgument names a refused entry); returns the non-byte items."""
     others: list[Any] = []
     folder = Path(dest)
     await asyncio.to_thread(folder.mkdir, parents=True, exist_ok=True)
@@ -230,8 +237,7 @@ async def extract_to(chunks: AsyncIterator[Any], dest: str | os.PathLike[str]) -
         return None
 
     def extract() -> None:
-        with tarfile.open(fileobj=_Reader(pull, loop), mode="r|") as tar:  # type: ignore[call-overload]
-            tar.extractall(folder, filter="data")
+        untar.extract(_Reader(pull, loop), str(folder))
 
     await asyncio.to_thread(extract)
     async for item in chunks:  # the summary after the end-of-archive blocks

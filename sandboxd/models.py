@@ -259,10 +259,16 @@ class TreeDownloadDone:
     skipped: int  # sockets, FIFOs, devices, and files that vanished meanwhile
 
 
+#: How a fork's files were copied (``ForkResult.method``): the whole disk image
+#: cloned copy-on-write or copied sparsely (disk-image volumes, O(data)), or
+#: the files reflinked or copied one by one (plain volumes, O(files)).
+FORK_METHODS = ("image-reflink", "image-copy", "reflink", "copy")
+
+
 @dataclass(frozen=True)
 class ForkResult:
     sandbox: SandboxInfo
-    method: str  # reflink | copy
+    method: str  # one of FORK_METHODS
     duration_ms: int
 
 

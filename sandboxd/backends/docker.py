@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import secrets
 import time
 from collections.abc import Mapping
@@ -305,7 +306,12 @@ class DockerBackend:
                 )
 
     async def _create_container(
-        self, name: str, options: SandboxOptions, *, pooled: bool
+        self,
+        name: str,
+        options: SandboxOptions,
+        *,
+        pooled: bool,
+        disk_image: tuple[Path, str] | None = None,
     ) -> Container:
         created_at = int(time.time() * 1000)
         resource_labels = labels.for_workspace(
@@ -313,7 +319,7 @@ class DockerBackend:
         )
 
         def create() -> Container:
-            self._create_volume(name, resource_labels)
+            self._create_volume(name, resource_labels, disk_image)
             env = {"HOME": "/tmp/home", **options.env}
             return self.client.containers.create(
                 options.image,
@@ -363,11 +369,18 @@ class DockerBackend:
             raise
         return container
 
-    def _create_volume(self, name: str, resource_labels: dict[str, str]) -> None:
-        if not self._disk.enforced:
+    def _create_volume(
+        self, name: str, resource_labels: dict[str, str], disk_image: tuple[Path, str] | None
+    ) -> None:
+        """The workspace volume; ``disk_image`` (image, device): an attached
+        disk image to use (a fork's copy) instead of a new one."""
+        if disk_image is not None:
+            image, device = disk_image
+        elif not self._disk.enforced:
             self.client.volumes.create(name=name, labels=resource_labels)
             return
-        image, device = disk.create(self.settings.disk_dir, name, self._disk.bytes)
+        else:
+            image, device = disk.create(self.settings.disk_dir, name, self._disk.bytes)
         try:
             self.client.volumes.create(
                 name=name,
@@ -456,9 +469,19 @@ class DockerBackend:
             )
             await self._check_creatable(wanted)
             name = self._name(new_id)
-            container = await self._create_container(name, wanted, pooled=False)
+            copied = await self._copy_image(source, name)
+            if copied is not None:
+                # A disk-image volume: its image was copied whole (O(data)), and
+                # the fork's volume is made on the copy.
+                image, device, method = copied
+                container = await self._create_container(
+                    name, wanted, pooled=False, disk_image=(image, device)
+                )
+            else:
+                container = await self._create_container(name, wanted, pooled=False)
             try:
-                method = await self._copy_volume(source, name)
+                if copied is None:
+                    method = await self._copy_volume(source, name)
                 workspace = self._workspace_for(new_id, container)
                 await workspace.ensure_running()
             except BaseException:
@@ -470,6 +493,52 @@ class DockerBackend:
                 method=method,
                 duration_ms=int((time.monotonic() - started) * 1000),
             )
+
+    async def _copy_image(self, source: Container, name: str) -> tuple[Path, str, str] | None:
+        """When the source's volume is a disk image: a copy of it for ``name``,
+        taken with the source paused and its filesystem frozen, attached to a
+        loop device: (image, device, method). None for a plain volume."""
+        source_volume = source.labels.get(labels.VOLUME, source.name or "")
+        attrs = await _thread(lambda: self.client.volumes.get(source_volume).attrs)
+        image_label = (attrs.get("Labels") or {}).get(disk.DISK_LABEL)
+        if not image_label:
+            return None
+        mountpoint = str(attrs.get("Mountpoint") or "")
+        await _thread(source.reload)
+        paused = False
+        if source.status == "running":
+            await _thread(source.pause)
+            paused = True
+        try:
+            mounted = bool(mountpoint) and await anyio.to_thread.run_sync(
+                os.path.ismount, mountpoint
+            )
+            image, method = await anyio.to_thread.run_sync(
+                disk.copy,
+                Path(image_label),
+                mountpoint if mounted else None,
+                self.settings.disk_dir,
+                name,
+            )
+        except BaseException:
+            if paused:
+                await self._unpause(source)
+            raise
+        # The source runs again while the copy gets its loop device.
+        unpausing = asyncio.ensure_future(self._unpause(source)) if paused else None
+        try:
+            device = await anyio.to_thread.run_sync(disk.attach, image)
+        except BaseException:
+            image.unlink(missing_ok=True)
+            raise
+        finally:
+            if unpausing is not None:
+                await asyncio.shield(unpausing)
+        return image, device, method
+
+    async def _unpause(self, container: Container) -> None:
+        with contextlib.suppress(docker.errors.NotFound, SandboxUnavailable):
+            await _thread(container.unpause)
 
     async def _copy_volume(self, source: Container, target_volume: str) -> str:
         """Copy the source's workspace volume into ``target_volume`` with the

@@ -9,7 +9,9 @@ speaks the one HTTP upgrade the attach endpoint needs and demultiplexes the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import socket
 import struct
 from urllib.parse import urlparse
 
@@ -54,7 +56,29 @@ async def open_attach(
     if len(parts) < 2 or parts[1] not in ("101", "200"):
         writer.close()
         raise SandboxUnavailable(f"Docker refused to attach to {container_id[:12]}: {status_line}")
+    _widen(writer)
     return reader, writer
+
+
+#: Socket buffers of the attach stream: a 1 MiB raw chunk leaves in one send
+#: instead of being copied into asyncio's buffer and trickled out (root may
+#: exceed the sysctl cap; otherwise the kernel clamps it, which is fine).
+SOCKET_BUFFER = 4 << 20
+_SO_SNDBUFFORCE, _SO_RCVBUFFORCE = 32, 33
+
+
+def _widen(writer: asyncio.StreamWriter) -> None:
+    sock = writer.get_extra_info("socket")
+    if sock is None:
+        return
+    for forced, plain in ((_SO_SNDBUFFORCE, socket.SO_SNDBUF), (_SO_RCVBUFFORCE, socket.SO_RCVBUF)):
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, forced, SOCKET_BUFFER)
+        except OSError:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, plain, SOCKET_BUFFER)
+    # Let a few chunks queue before drain() waits (the window bounds them).
+    writer.transport.set_write_buffer_limits(high=SOCKET_BUFFER)
 
 
 class DemuxedStdout:

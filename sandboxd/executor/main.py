@@ -110,7 +110,10 @@ class _Server:
             except OSError as exc:
                 _log(f"cannot write reply: {exc}")
 
-    def accept(self, frame: wire.Frame) -> None:
+    def accept(self, frame: wire.Frame | bytes) -> None:
+        """One request off the channel (a bytes line: a frame without payload)."""
+        if isinstance(frame, bytes):
+            frame = wire.Frame(frame.rstrip(b"\n"))
         try:
             message = wire.decode(frame.line)
         except ValueError:

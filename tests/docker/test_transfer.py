@@ -11,6 +11,7 @@ import docker
 import pytest
 
 from runtime_client import GrpcSandboxFactory, Sandbox
+from sandboxd.backends import disk
 from tests import transfer_checks as checks
 from tests.helpers import Daemon
 
@@ -75,6 +76,47 @@ async def test_fork_then_diverge(
         assert info.state == "running" and info.volume != (await sandbox.info()).volume
     finally:
         await forked.delete()
+
+
+async def test_fork_of_a_disk_image_copies_the_image(
+    sandbox: Sandbox, docker_client: docker.DockerClient
+) -> None:
+    """The tier's volumes are disk images: a fork copies the image whole (at a
+    frozen, consistent point) instead of its files, says so, and owns a
+    disk of its own that goes with it."""
+    await sandbox.exec("mkdir -p tree && for i in $(seq 1 300); do echo $i > tree/f$i; done")
+    # A writer busy in the source while it is forked: paused and frozen for
+    # the copy, running again afterwards.
+    await sandbox.exec("(while :; do date >> busy.log; done) > /dev/null 2>&1 &")
+    forked = await sandbox.fork(f"{sandbox.instance_id}-img")
+    try:
+        assert forked.fork_result is not None
+        assert forked.fork_result.method in ("image-copy", "image-reflink")
+        counted = await forked.exec("ls tree | wc -l; cat tree/f300")
+        assert counted.stdout == b"300\n300\n"
+        # The fork's filesystem is clean and writable; the source's writer went on.
+        assert (await forked.exec("tail -c 1 busy.log | od -c | head -1")).exit_code == 0
+        before = int((await sandbox.exec("stat -c %s busy.log")).stdout)
+        after = int((await sandbox.exec("sleep 0.3; stat -c %s busy.log")).stdout)
+        assert after > before
+        await forked.write_file("tree/f1", "fork")
+        assert (await sandbox.read_file("tree/f1")).data == b"1\n"
+        images = {
+            docker_client.volumes.get((await box.info()).volume).attrs["Labels"][disk.DISK_LABEL]
+            for box in (sandbox, forked)
+        }
+        assert len(images) == 2  # a disk of its own
+        fork_image = Path(
+            docker_client.volumes.get((await forked.info()).volume).attrs["Labels"][disk.DISK_LABEL]
+        )
+    finally:
+        await sandbox.exec("pkill -f busy.log || true")
+        await forked.delete()
+    assert not _exists(fork_image)  # its image went with it
+
+
+def _exists(path: Path) -> bool:
+    return path.exists()
 
 
 async def test_fork_errors(sandbox: Sandbox) -> None:

@@ -10,6 +10,8 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
+from sandboxd.models import FORK_METHODS
+
 pytestmark = [pytest.mark.inproc, pytest.mark.anyio]
 
 MiB = 1 << 20
@@ -91,7 +93,7 @@ async def test_fork(client: httpx.AsyncClient) -> None:
     await client.put("/v1/sandboxes/src/files/upload", params={"path": "f.txt"}, content=b"forked")
     response = await client.post("/v1/sandboxes/src/fork", json={"new_id": "dst"})
     assert response.status_code == 201, response.text
-    assert response.json()["method"] in ("reflink", "copy")
+    assert response.json()["method"] in FORK_METHODS
     assert response.json()["sandbox"]["instance_id"] == "dst"
     got = await client.get("/v1/sandboxes/dst/files/download", params={"path": "f.txt"})
     assert got.content == b"forked"

@@ -24,6 +24,7 @@ from sandboxd.http.schemas import (
     SandboxOptions,
     WriteFileResponse,
 )
+from sandboxd.models import FORK_METHODS
 
 router = APIRouter(prefix="/v1/sandboxes/{instance_id}", tags=["transfers"])
 
@@ -58,7 +59,7 @@ class ForkSandboxRequest(BaseModel):
 
 class ForkSandboxResponse(BaseModel):
     sandbox: Sandbox
-    method: str = Field(description="reflink | copy")
+    method: str = Field(description=" | ".join(FORK_METHODS))
     duration_ms: int
 
 
