@@ -625,7 +625,9 @@ class _LazyLog:
     def keep(self) -> None:
         """The result was cut: the full output must be on disk."""
         if self._file is None:
-            self._open()
+            # A full disk must not cost the model its command's result.
+            with contextlib.suppress(OSError):
+                self._open()
         self.close()
 
     def discard(self) -> None:
