@@ -98,7 +98,11 @@ class HostExecutor:
         with self._lock:
             request_id = next(self._ids)
             self.server.accept(
-                wire.encode({"id": request_id, "op": "tool", "args": {"name": tool, "args": args}})
+                wire.Frame(
+                    wire.encode(
+                        {"id": request_id, "op": "tool", "args": {"name": tool, "args": args}}
+                    )
+                )
             )
             reply = wire.decode(self._replies.readline())
         if reply.get("id") != request_id or "ok" not in reply:

@@ -12,6 +12,11 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 MiB = 1 << 20
 _GRPC_ENVELOPE_ROOM = 64 * MiB
 _HTTP_BODY_ROOM = 1 * MiB
+#: A workspace disk's default size. Images are sparse (a fresh one takes about
+#: 2 MiB of the host's disk; blocks are used as files are written), so the size
+#: is a ceiling, not a reservation: room for a repository, its dependencies and
+#: build output, while one sandbox can no longer fill the host (SECURITY.md).
+DEFAULT_DISK_BYTES = 4 << 30
 
 
 class Settings(BaseSettings):
@@ -49,13 +54,22 @@ class Settings(BaseSettings):
     image: str = Field("sandboxd-workspace:latest", description="default workspace image")
     memory_bytes: int = Field(1024 * MiB, ge=16 * MiB, description="default memory limit")
     cpus: float = Field(1.0, gt=0, description="default CPU limit")
+    cpu_shares: int = Field(
+        512,
+        ge=2,
+        le=262_144,
+        description="CPU weight of every sandbox (docker cpu_shares; cgroup v2 cpu.weight): "
+        "all sandboxes equal, and below a default-weight process such as sandboxd itself",
+    )
     pids_limit: int = Field(512, ge=16, description="default pids limit")
     tmp_bytes: int = Field(256 * MiB, ge=MiB, description="size of each workspace's /tmp tmpfs")
     disk_bytes: int = Field(
-        0,
+        DEFAULT_DISK_BYTES,
         ge=0,
-        description="per-workspace disk limit: each volume is an ext4 image of this size on a "
-        "loop device (needs root); 0: no limit, volumes share the host disk",
+        description="per-workspace disk limit (docker backend): each volume is a sparse ext4 "
+        "image of this size on a loop device; on by default where the host allows it (root, "
+        "loop devices, mkfs.ext4: tried once at start, else a warning and no limit, shown in "
+        "GetStatus.disk); 0: no limit, volumes share the host disk",
     )
     disk_dir: Path = Field(
         Path("/var/lib/sandboxd/disks"), description="where the workspace disk images live"

@@ -212,12 +212,24 @@ class RuntimeInfo:
 
 
 @dataclass(frozen=True)
+class DiskLimit:
+    """Whether each new workspace gets a disk of its own (see GetStatus)."""
+
+    enforced: bool = False
+    #: The size of each workspace's disk; 0 when not enforced.
+    bytes: int = 0
+    #: Why not enforced ("" when it is): configured off, or what the host lacks.
+    reason: str = ""
+
+
+@dataclass(frozen=True)
 class ServerStatus:
     version: str
     backend: str
     namespace: str
     pool: PoolStatus
     runtimes: tuple[RuntimeInfo, ...] = ()
+    disk: DiskLimit = DiskLimit()
 
 
 # ---------------------------------------------------------------- transfers

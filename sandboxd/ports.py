@@ -5,7 +5,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Protocol
 
-from sandboxd.models import ForkResult, PoolStatus, RuntimeInfo, SandboxInfo, SandboxOptions
+from sandboxd.models import (
+    DiskLimit,
+    ForkResult,
+    PoolStatus,
+    RuntimeInfo,
+    SandboxInfo,
+    SandboxOptions,
+)
 
 
 class Workspace(Protocol):
@@ -50,6 +57,10 @@ class WorkspaceBackend(Protocol):
 
     async def runtimes(self) -> list[RuntimeInfo]:
         """The container runtimes this backend can create workspaces with."""
+        ...
+
+    def disk_limit(self) -> DiskLimit:
+        """Whether new workspaces get a disk of their own, and if not why."""
         ...
 
     async def list(self, label_selector: Mapping[str, str]) -> list[SandboxInfo]: ...

@@ -131,6 +131,7 @@ class SandboxService:
             namespace=self.settings.namespace,
             pool=self.backend.pool_status(),
             runtimes=tuple(await self.backend.runtimes()),
+            disk=self.backend.disk_limit(),
         )
 
     async def _workspace(self, instance_id: str) -> Workspace:

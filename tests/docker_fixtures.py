@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import subprocess
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -20,10 +21,11 @@ import pytest
 
 from runtime_client import GrpcSandboxFactory
 from sandboxd.backends import disk, labels
-from tests.helpers import Daemon
+from tests.helpers import TEST_DISK_BYTES, Daemon
 
 IMAGE = os.environ.get("SANDBOXD_IMAGE", "sandboxd-workspace:latest")
 RUN_PREFIX = f"t{secrets.token_hex(3)}"
+ROOMY_DISK_BYTES = 2 << 30
 
 
 def _engine_problem() -> str | None:
@@ -71,6 +73,13 @@ def docker_client() -> Iterator[docker.DockerClient]:
     finally:
         remove_namespace_resources(client, RUN_PREFIX)
         client.close()
+    # Every disk of this run went with its sandbox or its daemon's pool: a loop
+    # device still attached to one of its images is a leak (detached here, so
+    # that it does not outlive the run, and reported).
+    leaked = [line for line in disk.loop_devices() if f"/sandboxd-{RUN_PREFIX}-" in line]
+    for line in leaked:
+        subprocess.run(["losetup", "--detach", line.split()[0]], check=False)
+    assert leaked == [], "loop devices leaked by the docker tier"
 
 
 @pytest.fixture(scope="session")
@@ -91,18 +100,57 @@ def daemon(
         IMAGE,
         "--max-payload-bytes", str(1 << 20),
         "--drain-seconds", "5",
-        # Every workspace of the docker tier gets a 4 GiB disk of its own.
-        "--disk-bytes", str(4 << 30),
+        # Every workspace of the docker tier gets a 64 MiB disk of its own;
+        # tests that need more use ``roomy_daemon``.
+        "--disk-bytes", str(TEST_DISK_BYTES),
         "--disk-dir", str(folder / "disks"),
     ).start()  # fmt: skip
     yield process
     process.stop()
+    _assert_nothing_left(docker_client, namespace, folder / "disks")
+
+
+@pytest.fixture(scope="session")
+def roomy_daemon(
+    docker_client: docker.DockerClient, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Daemon]:
+    """A daemon whose workspaces get 2 GiB disks, for the few tests that write
+    more than the tier's 64 MiB (a 1 GiB file, 200 MiB transfers); no pool."""
+    folder = tmp_path_factory.mktemp("roomy")
+    namespace = f"{RUN_PREFIX}-roomy"
+    process = Daemon(
+        folder / "sandboxd.sock",
+        "--namespace", namespace,
+        "--image", IMAGE,
+        "--max-payload-bytes", str(1 << 20),
+        "--drain-seconds", "5",
+        "--pool-size", "0",
+        "--disk-bytes", str(ROOMY_DISK_BYTES),
+        "--disk-dir", str(folder / "disks"),
+    ).start()  # fmt: skip
+    yield process
+    process.stop()
+    _assert_nothing_left(docker_client, namespace, folder / "disks")
+
+
+@pytest.fixture
+async def roomy_factory(roomy_daemon: Daemon) -> AsyncIterator[GrpcSandboxFactory]:
+    async with GrpcSandboxFactory(roomy_daemon.target) as factory:
+        yield factory
+
+
+def _assert_nothing_left(client: docker.DockerClient, namespace: str, disks: Path) -> None:
     # Every test deletes what it made and a stopped daemon removes its pool,
-    # so nothing of this namespace may be left.
-    leftovers = docker_client.api.containers(
-        all=True, filters={"label": f"{labels.NAMESPACE}={namespace}"}
-    )
+    # so nothing of this namespace may be left: no container, volume, disk
+    # image or loop device.
+    where = {"label": f"{labels.NAMESPACE}={namespace}"}
+    leftovers = client.api.containers(all=True, filters=where)
     assert [c["Names"] for c in leftovers] == [], "containers leaked by the docker tier"
+    assert [v.name for v in client.volumes.list(filters=where)] == [], "volumes leaked"
+    images = sorted(disks.glob("*.img")) if disks.exists() else []
+    assert images == [], "disk images leaked by the docker tier"
+    attached = [line for line in disk.loop_devices() if str(disks) in line]
+    assert attached == [], "loop devices leaked by the docker tier"
 
 
 @pytest.fixture

@@ -23,15 +23,36 @@ def health_status(target: str, timeout: float = 2.0) -> str:
     return str(health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status))
 
 
+#: The disk of every docker-tier test workspace (issue 15: small disks by
+#: default, so that a test needing more says so).
+TEST_DISK_BYTES = 64 << 20
+
+
 class Daemon:
     """``sandboxd serve`` as a real child process."""
 
-    def __init__(self, socket: Path, *args: str, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        socket: Path,
+        *args: str,
+        env: dict[str, str] | None = None,
+        test_disks: bool = True,
+    ) -> None:
         self.socket = socket
         self.target = f"unix://{socket}"
         self.log = socket.with_suffix(".log")
         self._args = args
-        self._env = {**os.environ, **(env or {})}
+        self._env = {
+            # A test daemon keeps its disk images beside its socket, and its
+            # workspaces get the docker tier's 64 MiB disks unless told otherwise
+            # (flags and ``env`` win; the local backend has no disks).
+            "SANDBOXD_DISK_DIR": str(socket.parent / "disks"),
+            "SANDBOXD_DISK_BYTES": str(TEST_DISK_BYTES),
+            **os.environ,
+            **(env or {}),
+        }
+        if not test_disks:  # the product's default size
+            self._env.pop("SANDBOXD_DISK_BYTES")
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout: float = 60.0) -> Daemon:

@@ -1,8 +1,11 @@
 """sandboxd's end of the executor channel: many concurrent calls over one stream.
 
 Everything that arrives here comes from inside a sandbox and is untrusted:
-lines are length-bounded, frames are checked before use, and a frame that
-fails a check is dropped (never raised into the daemon). When the stream
+lines and raw payloads are length-bounded (``max_line`` each, so a channel
+holds at most about twice that while a frame arrives), frames are checked
+before use, and a frame that fails a check is dropped (never raised into the
+daemon). A raw frame whose length or end is wrong loses the stream's step:
+the channel is dropped at once and the owner reconnects. When the stream
 ends, every waiting call fails with SandboxUnavailable and the owner may
 reconnect.
 """
@@ -62,7 +65,9 @@ class _Stream:
 
 
 class ExecutorChannel:
-    def __init__(self, source: ByteSource, sink: ByteSink, *, name: str, max_line: int) -> None:
+    def __init__(
+        self, source: ByteSource, sink: ByteSink, *, name: str, max_line: int, resync: bool = False
+    ) -> None:
         self.name = name
         self._source = source
         self._sink = sink
@@ -72,6 +77,11 @@ class ExecutorChannel:
         self._streams: dict[int, _Stream] = {}
         self._failure: SandboxdError | None = None
         self._bad_frames = 0
+        # ``resync``: attached to an executor that was already running, so what
+        # arrives before the first good frame may be the tail of a frame the
+        # previous attach was cut off in (a megabyte of raw bytes is many
+        # "lines"): dropped quietly; the hello's timeout bounds it.
+        self._synced = not resync
         self._reader = asyncio.create_task(self._read_loop(), name=f"channel-{name}")
 
     @property
@@ -82,6 +92,11 @@ class ExecutorChannel:
         self._sink.write(data)
         await self._sink.drain()
 
+    async def _send_parts(self, parts: list[bytes]) -> None:
+        for part in parts:
+            self._sink.write(part)
+        await self._sink.drain()
+
     async def call(
         self, op: str, args: Mapping[str, Any], *, timeout: float | None = None
     ) -> dict[str, Any]:
@@ -90,7 +105,7 @@ class ExecutorChannel:
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = future
         try:
-            await self._send({"id": request_id, "op": op, "args": wire.to_wire(dict(args))})
+            await self._send({"id": request_id, "op": op}, dict(args))
             # asyncio.timeout arms one timer; wait_for would also wrap the future.
             async with asyncio.timeout(timeout):
                 return await future
@@ -112,13 +127,7 @@ class ExecutorChannel:
         finished = False
         try:
             await self._send(
-                {
-                    "id": request_id,
-                    "op": op,
-                    "args": wire.to_wire(dict(args)),
-                    "stream": True,
-                    "credits": STREAM_BUFFER,
-                }
+                {"id": request_id, "op": op, "stream": True, "credits": STREAM_BUFFER}, dict(args)
             )
             drained = 0
             while True:
@@ -129,7 +138,9 @@ class ExecutorChannel:
                     # credits of what it took, in batches of half a window.
                     drained += 1
                     if drained >= STREAM_BUFFER // 2:
-                        await self._send({"op": "credit", "target": request_id, "n": drained})
+                        await self._send_control(
+                            {"op": "credit", "target": request_id, "n": drained}
+                        )
                         drained = 0
                 elif kind == "ok":
                     finished = True
@@ -158,9 +169,18 @@ class ExecutorChannel:
         if self._failure is not None:
             raise SandboxUnavailable(self._failure.message)
 
-    async def _send(self, message: dict[str, Any]) -> None:
+    async def _send(self, head: dict[str, Any], args: dict[str, Any]) -> None:
+        # Bulk bytes travel raw (no JSON escaping, no base64) up to the
+        # executor's bound; larger ones as base64 text.
+        parts = wire.frame(head, "args", args, raw_max=wire.REQUEST_RAW_MAX)
+        await self._send_control_parts(parts)
+
+    async def _send_control(self, message: dict[str, Any]) -> None:
+        await self._send_control_parts([wire.encode(message)])
+
+    async def _send_control_parts(self, parts: list[bytes]) -> None:
         try:
-            await self.send_raw(wire.encode(message))
+            await self._send_parts(parts)
         except (OSError, RuntimeError) as exc:
             self._fail(SandboxUnavailable(f"workspace {self.name}: channel write failed: {exc}"))
             self._raise_if_closed()
@@ -168,34 +188,37 @@ class ExecutorChannel:
     async def _cancel(self, request_id: int) -> None:
         if self._failure is None:
             with contextlib.suppress(Exception):
-                await self.send_raw(wire.encode({"op": "cancel", "target": request_id}))
+                await self._send_parts([wire.encode({"op": "cancel", "target": request_id})])
 
     async def _read_loop(self) -> None:
-        buffer = bytearray()
-        discarding = False
+        deframer = wire.Deframer(max_line=self._max_line, max_raw=self._max_line)
         try:
             while chunk := await self._source.read():
-                start = 0
-                while (newline := chunk.find(b"\n", start)) != -1:
-                    if not discarding:
-                        buffer += chunk[start:newline]
-                        if len(buffer) <= self._max_line:
-                            await self._dispatch(bytes(buffer))
-                    buffer.clear()
-                    discarding = False
-                    start = newline + 1
-                if not discarding:
-                    buffer += chunk[start:]
-                    if len(buffer) > self._max_line:
-                        self._bad_frame("an oversize frame")
-                        buffer.clear()
-                        discarding = True
+                for frame in deframer.feed(chunk):
+                    if isinstance(frame, wire.Frame):
+                        await self._dispatch(frame)
+                    elif not self._synced:
+                        continue
+                    elif frame.lost_step:
+                        self._lost_step(frame.reason)
+                        return
+                    else:
+                        self._bad_frame(frame.reason)
         except Exception as exc:  # the channel must end cleanly, whatever happened
             log.warning("workspace %s: channel reader failed: %r", self.name, exc)
         self._fail(
             SandboxUnavailable(
                 f"workspace {self.name}: the executor channel closed "
                 "(container stopped or executor died)"
+            )
+        )
+
+    def _lost_step(self, reason: str) -> None:
+        log.warning("workspace %s: the executor sent %s; dropping the channel", self.name, reason)
+        self._fail(
+            SandboxUnavailable(
+                f"workspace {self.name}: the executor sent {reason}; the channel was "
+                "dropped and will be re-established"
             )
         )
 
@@ -223,7 +246,8 @@ class ExecutorChannel:
             )
             self._reader.cancel()
 
-    async def _dispatch(self, line: bytes) -> None:
+    async def _dispatch(self, frame: wire.Frame) -> None:
+        line = frame.line
         try:
             if len(line) > _DECODE_INLINE_LIMIT:
                 # A multi-megabyte reply is parsed off the event loop so it
@@ -236,16 +260,18 @@ class ExecutorChannel:
                 raise ValueError("frame without an integer id")
             value: dict[str, Any] | SandboxdError
             if "ok" in message:
-                kind, value = "ok", self._result(message["ok"])
+                kind, value = "ok", self._result(message["ok"], frame)
             elif "err" in message:
                 kind, value = "err", self._error(message["err"])
             elif "ev" in message:
-                kind, value = "ev", self._result(message["ev"])
+                kind, value = "ev", self._result(message["ev"], frame)
             else:
                 raise ValueError("frame without ok, err or ev")
         except (ValueError, SandboxdError) as exc:
-            self._bad_frame(f"a bad frame ({exc})")
+            if self._synced:
+                self._bad_frame(f"a bad frame ({exc})")
             return
+        self._synced = True
         stream = self._streams.get(request_id)
         if stream is not None:
             # Never waits: the executor sends a stream's events only against
@@ -265,10 +291,13 @@ class ExecutorChannel:
             future.set_result(value)
 
     @staticmethod
-    def _result(value: Any) -> dict[str, Any]:
+    def _result(value: Any, frame: wire.Frame) -> dict[str, Any]:
         if not isinstance(value, dict):
             raise ValueError("result is not an object")
-        return wire.from_wire(value)
+        fields = wire.from_wire(value)
+        if frame.payload is not None:
+            fields = wire.attach_raw(fields, frame.raw_key, frame.payload)
+        return fields
 
     @staticmethod
     def _error(value: Any) -> SandboxdError:

@@ -30,6 +30,7 @@ from sandboxd.backends.docker_workspace import DockerWorkspace
 from sandboxd.config import Settings
 from sandboxd.errors import AlreadyExists, InvalidArgument, SandboxUnavailable
 from sandboxd.models import (
+    DiskLimit,
     ForkResult,
     PoolStatus,
     Runtime,
@@ -76,6 +77,8 @@ class DockerBackend:
         self._workspaces: dict[str, DockerWorkspace] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._reaper: asyncio.Task[None] | None = None
+        # Known once start() has tried the host (_check_disks); until then, off.
+        self._disk = DiskLimit(reason="the docker backend has not started")
         self.pool_options = effective(SandboxOptions(), settings)
         self.pool: WarmPool[DockerWorkspace] = WarmPool(
             settings.pool_size,
@@ -100,11 +103,39 @@ class DockerBackend:
 
         self._client = await _thread(connect)
         await self._remove_stale_pool()
+        await self._check_disks()
         await self._reattach_disks()
         adopted = await self._adopt()
         log.info("docker backend ready: adopted %d workspace(s)", adopted)
         self.pool.start()
         self._reaper = asyncio.create_task(self._stop_idle_workspaces(), name="idle-reaper")
+
+    async def _check_disks(self) -> None:
+        """Decide once whether workspaces get disks of their own: tried, not assumed."""
+        size = self.settings.disk_bytes
+        if not size:
+            self._disk = DiskLimit(reason="disk_bytes=0: turned off by configuration")
+            log.warning("disk limit off (disk_bytes=0): workspaces share the host's disk")
+            return
+        probe_name = f"sandboxd-{self.settings.namespace}-probe"
+        reason = await anyio.to_thread.run_sync(disk.probe, self.settings.disk_dir, probe_name)
+        if reason is None:
+            self._disk = DiskLimit(enforced=True, bytes=size)
+            log.info("disk limit: %d MiB per workspace (%s)", size >> 20, self.settings.disk_dir)
+            for device in await anyio.to_thread.run_sync(
+                disk.detach_deleted, self.settings.disk_dir
+            ):
+                log.info("detached %s: its disk image had been deleted", device)
+            return
+        self._disk = DiskLimit(reason=reason)
+        log.warning(
+            "DISK LIMIT NOT ENFORCED: %s; every workspace shares the host's disk "
+            "(GetStatus.disk; set disk_bytes=0 to turn the limit off knowingly)",
+            reason,
+        )
+
+    def disk_limit(self) -> DiskLimit:
+        return self._disk
 
     async def _reattach_disks(self) -> None:
         """Loop devices do not survive a host reboot: attach every image again."""
@@ -315,6 +346,9 @@ class DockerBackend:
                 mem_limit=options.memory_bytes,
                 memswap_limit=options.memory_bytes,
                 nano_cpus=int(options.cpus * 1e9),
+                # Equal weight for every sandbox, below a default-weight process
+                # (sandboxd) where they share a parent cgroup (SECURITY.md, "CPU").
+                cpu_shares=self.settings.cpu_shares,
                 pids_limit=options.pids_limit,
                 runtime=(options.runtime or Runtime.RUNC).value,
                 log_config=LogConfig(type="none"),
@@ -328,10 +362,10 @@ class DockerBackend:
         return container
 
     def _create_volume(self, name: str, resource_labels: dict[str, str]) -> None:
-        if not self.settings.disk_bytes:
+        if not self._disk.enforced:
             self.client.volumes.create(name=name, labels=resource_labels)
             return
-        image, device = disk.create(self.settings.disk_dir, name, self.settings.disk_bytes)
+        image, device = disk.create(self.settings.disk_dir, name, self._disk.bytes)
         try:
             self.client.volumes.create(
                 name=name,

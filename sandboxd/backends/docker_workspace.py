@@ -23,6 +23,7 @@ from sandboxd.backends.channel import ExecutorChannel
 from sandboxd.backends.docker_attach import DemuxedStdout, open_attach
 from sandboxd.config import Settings
 from sandboxd.errors import SandboxdError, SandboxUnavailable
+from sandboxd.executor import wire
 from sandboxd.executor.bundle import bundle_id, bundle_payload
 from sandboxd.executor.wire import PROTOCOL_VERSION
 from sandboxd.models import SandboxOptions
@@ -179,8 +180,9 @@ class DockerWorkspace:
                 "delete the sandbox and create it again"
             ) from None
         if self._container.status == "running":
-            channel = await self._attach()
-            await channel.send_raw(b"\n")  # ends any frame a previous daemon left torn
+            channel = await self._attach(resync=True)
+            # Ends any frame a previous daemon left torn, raw payload included.
+            await channel.send_raw(wire.resync_padding())
             if await self._handshake(channel, ADOPT_HELLO_TIMEOUT_S):
                 log.info("workspace %s: re-attached to its running executor", self._instance_id)
                 return channel
@@ -209,7 +211,7 @@ class DockerWorkspace:
             + (f": {clue}" if clue else "; does the image have python3 on its PATH?")
         )
 
-    async def _attach(self) -> ExecutorChannel:
+    async def _attach(self, *, resync: bool = False) -> ExecutorChannel:
         reader, writer = await open_attach(self._settings.docker_host, self.container_id)
         self._stdout = DemuxedStdout(reader, self._instance_id)
         return ExecutorChannel(
@@ -217,6 +219,7 @@ class DockerWorkspace:
             writer,
             name=self._instance_id,
             max_line=self._settings.executor_max_line_bytes,
+            resync=resync,
         )
 
     async def _handshake(self, channel: ExecutorChannel, timeout: float) -> bool:

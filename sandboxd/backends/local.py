@@ -25,7 +25,14 @@ from sandboxd.errors import AlreadyExists
 from sandboxd.executor import files
 from sandboxd.executor.credits import WINDOW, Credits
 from sandboxd.executor.dispatch import Executor
-from sandboxd.models import ForkResult, PoolStatus, RuntimeInfo, SandboxInfo, SandboxOptions
+from sandboxd.models import (
+    DiskLimit,
+    ForkResult,
+    PoolStatus,
+    RuntimeInfo,
+    SandboxInfo,
+    SandboxOptions,
+)
 from sandboxd.options import DEFAULT_WORKDIR, check_same, effective, overridden
 from sandboxd.validation import unknown_instance
 
@@ -181,6 +188,9 @@ class LocalBackend:
 
     async def runtimes(self) -> list[RuntimeInfo]:
         return []  # plain host processes: no container runtime
+
+    def disk_limit(self) -> DiskLimit:
+        return DiskLimit(reason="the local backend's workspaces are host folders (no disk limit)")
 
     async def get(self, instance_id: str) -> SandboxInfo:
         meta = self._read_meta(instance_id)

@@ -60,6 +60,11 @@ def status_json(status: ServerStatus, health: dict[str, str]) -> dict[str, Any]:
             }
             for r in status.runtimes
         ],
+        "disk": {
+            "enforced": status.disk.enforced,
+            "bytes": status.disk.bytes,
+            "reason": status.disk.reason,
+        },
         "health": health,
     }
 
@@ -81,6 +86,10 @@ def status_table(status: ServerStatus, health: dict[str, str], target: str) -> T
             table.add_row(f"runtime {runtime.name}", f"{runtime.version or '?'}{platform}")
         else:
             table.add_row(f"runtime {runtime.name}", "[red]not registered[/red]")
+    if status.disk.enforced:
+        table.add_row("disk limit", f"{status.disk.bytes >> 20} MiB per workspace")
+    else:
+        table.add_row("disk limit", f"[red]not enforced[/red]: {status.disk.reason}")
     for service, state in health.items():
         style = "green" if state == "SERVING" else "red"
         table.add_row(f"health {service or '(server)'}", f"[{style}]{state}[/{style}]")

@@ -11,24 +11,32 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import fcntl
+import io
 import os
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, BinaryIO
 
-from sandboxd.errors import SandboxdError
+from sandboxd.errors import InvalidArgument, SandboxdError
 from sandboxd.executor import identity, wire
 from sandboxd.executor.bundle import SEPARATE
 from sandboxd.executor.credits import MAX_GRANT, WINDOW, Credits
 from sandboxd.executor.dispatch import Executor
-from sandboxd.executor.wire import from_wire, to_wire
+from sandboxd.executor.wire import from_wire
 
 #: A tmpfs of its own (see backends.docker), so a sandbox filling /tmp does
 #: not take the tools' state and logs down with it.
 STATE_DIR = "/run/sandboxd"
 MAX_WORKERS = 256
+#: Bytes asked of stdin per read (a raw upload chunk arrives in one or two).
+READ_SIZE = 1 << 20
+MAX_REQUEST_LINE = 1 << 30
+#: The channel's pipes are widened to this (Linux caps it at pipe-max-size),
+#: so a 1 MiB chunk crosses in one hand-over instead of sixteen.
+PIPE_SIZE = 1 << 20
 _PR_SET_DUMPABLE = 4
 
 
@@ -76,27 +84,37 @@ class _Server:
         )
 
     def send(self, message: dict[str, Any]) -> None:
+        """A frame without bytes (errors)."""
+        self._framed(message.get("id"), lambda: [wire.encode(message)])
+
+    def reply(self, request_id: int, body: str, fields: dict[str, Any]) -> None:
+        """An ``ok`` or ``ev`` frame; its first bytes field travels raw."""
+        self._framed(request_id, lambda: wire.frame({"id": request_id}, body, fields))
+
+    def _framed(self, request_id: Any, make: Callable[[], list[bytes]]) -> None:
         try:
-            line = wire.encode(message)
+            parts = make()
         except SandboxdError as exc:
             # A reply that cannot be framed (text from the sandbox that is not
             # valid Unicode) still answers its request, or the caller would wait.
-            request_id = message.get("id")
-            line = wire.encode(
-                {"id": request_id, "err": {"kind": exc.kind, "message": exc.message}}
-            )
+            error = {"kind": exc.kind, "message": exc.message}
+            parts = [wire.encode({"id": request_id, "err": error})]
+        self._write(parts)
+
+    def _write(self, parts: list[bytes]) -> None:
         with self.out_lock:
             try:
-                self.out.write(line)
+                for part in parts:
+                    self.out.write(part)
                 self.out.flush()
             except OSError as exc:
                 _log(f"cannot write reply: {exc}")
 
-    def accept(self, line: bytes) -> None:
+    def accept(self, frame: wire.Frame) -> None:
         try:
-            message = wire.decode(line)
+            message = wire.decode(frame.line)
         except ValueError:
-            _log(f"dropped a malformed frame of {len(line)} bytes")
+            _log(f"dropped a malformed frame of {len(frame.line)} bytes")
             return
         request_id = message.get("id")
         op = message.get("op")
@@ -148,7 +166,7 @@ class _Server:
                 window = WINDOW
             self.credits[request_id] = Credits(window)
         try:
-            self.pool.submit(self.serve, request_id, op, args, cancel, stream)
+            self.pool.submit(self.serve, request_id, op, args, frame, cancel, stream)
         except RuntimeError as exc:  # "can't start new thread": the pids limit is reached
             # The request is queued already (submit queues, then starts a
             # thread): a worker finishing its call takes it, so with workers
@@ -172,7 +190,13 @@ class _Server:
             )
 
     def serve(
-        self, request_id: int, op: str, args: dict[str, Any], cancel: threading.Event, stream: bool
+        self,
+        request_id: int,
+        op: str,
+        args: dict[str, Any],
+        frame: wire.Frame,
+        cancel: threading.Event,
+        stream: bool,
     ) -> None:
         if request_id in self.refused:
             self.refused.discard(request_id)
@@ -183,11 +207,18 @@ class _Server:
             # Without a credit the consumer is behind: wait (this call only).
             # A cancelled stream's events have nobody to go to.
             if credits is None or credits.take(cancel):
-                self.send({"id": request_id, "ev": to_wire(event)})
+                self.reply(request_id, "ev", event)
 
         try:
-            result = self.executor.handle(op, from_wire(args), cancel, emit if stream else None)
-            self.send({"id": request_id, "ok": to_wire(result)})
+            # Decoded here, on the call's own thread, not the reader's.
+            args = from_wire(args)
+            if frame.payload is not None:
+                try:
+                    args = wire.attach_raw(args, frame.raw_key, frame.payload)
+                except ValueError as exc:
+                    raise InvalidArgument(str(exc)) from None
+            result = self.executor.handle(op, args, cancel, emit if stream else None)
+            self.reply(request_id, "ok", result)
         except SandboxdError as exc:
             self.send({"id": request_id, "err": {"kind": exc.kind, "message": exc.message}})
         except OSError as exc:
@@ -204,6 +235,12 @@ class _Server:
     def _done(self) -> None:
         with self.busy_lock:
             self.busy -= 1
+
+
+def _widen_pipes() -> None:
+    for fd in (0, 1):
+        with contextlib.suppress(OSError, AttributeError):
+            fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
 
 
 def _separate(wanted: bool) -> None:
@@ -223,13 +260,20 @@ def _separate(wanted: bool) -> None:
     _log(f"privilege separation on: workload runs as {identity.active()}")
 
 
-def main(stdin: BinaryIO, bundle_id: str, argv: Sequence[str] = ()) -> None:
+def main(stdin: io.BufferedReader, bundle_id: str, argv: Sequence[str] = ()) -> None:
     _harden()
     _separate(SEPARATE in argv)
     executor = Executor(os.getcwd(), state_dir=STATE_DIR, bundle_id=bundle_id)
+    _widen_pipes()
     server = _Server(executor, sys.stdout.buffer)
-    for line in iter(stdin.readline, b""):
-        if line.strip():
-            server.accept(line)
+    # Requests come from the daemon; the bound only keeps a broken one from
+    # growing a line without end.
+    deframer = wire.Deframer(max_line=MAX_REQUEST_LINE, max_raw=wire.REQUEST_RAW_MAX)
+    while chunk := stdin.read1(READ_SIZE):
+        for frame in deframer.feed(chunk):
+            if isinstance(frame, wire.Frame):
+                server.accept(frame)
+            else:
+                _log(f"dropped bytes from the channel: {frame.reason}")
     # stdin only closes when the container is being torn down.
     executor.close()

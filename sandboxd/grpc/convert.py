@@ -11,6 +11,7 @@ import logging
 from typing import Any, TypeVar
 
 from sandboxd.models import (
+    DiskLimit,
     ExecEvent,
     ExecExit,
     ExecOutput,
@@ -230,6 +231,9 @@ def status_to_pb(status: ServerStatus) -> pb.GetStatusResponse:
             )
             for r in status.runtimes
         ],
+        disk=pb.DiskLimit(
+            enforced=status.disk.enforced, bytes=status.disk.bytes, reason=status.disk.reason
+        ),
     )
 
 
@@ -243,6 +247,9 @@ def status_from_pb(message: pb.GetStatusResponse) -> ServerStatus:
         runtimes=tuple(
             RuntimeInfo(name=r.name, version=r.version, platform=r.platform, available=r.available)
             for r in message.runtimes
+        ),
+        disk=DiskLimit(
+            enforced=message.disk.enforced, bytes=message.disk.bytes, reason=message.disk.reason
         ),
     )
 

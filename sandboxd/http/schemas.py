@@ -121,12 +121,19 @@ class RuntimeInfo(BaseModel):
     available: bool
 
 
+class DiskLimit(BaseModel):
+    enforced: bool = False
+    bytes: int = 0
+    reason: str = ""
+
+
 class ServerStatus(BaseModel):
     version: str
     backend: str
     namespace: str
     pool: PoolStatus
     runtimes: list[RuntimeInfo] = []
+    disk: DiskLimit = DiskLimit()
 
     @classmethod
     def from_model(cls, status: models.ServerStatus) -> ServerStatus:
@@ -144,6 +151,9 @@ class ServerStatus(BaseModel):
                 )
                 for r in status.runtimes
             ],
+            disk=DiskLimit(
+                enforced=status.disk.enforced, bytes=status.disk.bytes, reason=status.disk.reason
+            ),
         )
 
 

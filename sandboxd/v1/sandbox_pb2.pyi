@@ -161,18 +161,30 @@ class GetStatusRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class GetStatusResponse(_message.Message):
-    __slots__ = ("version", "backend", "namespace", "pool", "runtimes")
+    __slots__ = ("version", "backend", "namespace", "pool", "runtimes", "disk")
     VERSION_FIELD_NUMBER: _ClassVar[int]
     BACKEND_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     POOL_FIELD_NUMBER: _ClassVar[int]
     RUNTIMES_FIELD_NUMBER: _ClassVar[int]
+    DISK_FIELD_NUMBER: _ClassVar[int]
     version: str
     backend: str
     namespace: str
     pool: PoolStatus
     runtimes: _containers.RepeatedCompositeFieldContainer[RuntimeInfo]
-    def __init__(self, version: _Optional[str] = ..., backend: _Optional[str] = ..., namespace: _Optional[str] = ..., pool: _Optional[_Union[PoolStatus, _Mapping]] = ..., runtimes: _Optional[_Iterable[_Union[RuntimeInfo, _Mapping]]] = ...) -> None: ...
+    disk: DiskLimit
+    def __init__(self, version: _Optional[str] = ..., backend: _Optional[str] = ..., namespace: _Optional[str] = ..., pool: _Optional[_Union[PoolStatus, _Mapping]] = ..., runtimes: _Optional[_Iterable[_Union[RuntimeInfo, _Mapping]]] = ..., disk: _Optional[_Union[DiskLimit, _Mapping]] = ...) -> None: ...
+
+class DiskLimit(_message.Message):
+    __slots__ = ("enforced", "bytes", "reason")
+    ENFORCED_FIELD_NUMBER: _ClassVar[int]
+    BYTES_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    enforced: bool
+    bytes: int
+    reason: str
+    def __init__(self, enforced: _Optional[bool] = ..., bytes: _Optional[int] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class PoolStatus(_message.Message):
     __slots__ = ("size", "ready", "served", "started")

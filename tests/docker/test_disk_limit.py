@@ -13,6 +13,8 @@ import pytest
 
 from runtime_client import GrpcSandboxFactory, SandboxOptions
 from sandboxd.backends import disk, labels
+from sandboxd.config import DEFAULT_DISK_BYTES
+from sandboxd.models import DiskLimit
 from tests.docker_fixtures import IMAGE, RUN_PREFIX, container_name
 from tests.helpers import Daemon
 
@@ -139,16 +141,68 @@ def _detach(device: str) -> None:
     subprocess.run(["losetup", "--detach", device], check=True)
 
 
-def _exists(path: Path) -> bool:
-    return path.exists()
+async def test_the_disk_limit_is_on_by_default_and_status_says_so(
+    daemon_factory: type[Daemon], docker_client: docker.DockerClient, tmp_path: Path
+) -> None:
+    namespace = f"{RUN_PREFIX}-ddef{secrets.token_hex(2)}"
+    disks = tmp_path / "disks"
+    daemon = daemon_factory(
+        tmp_path / "d.sock",
+        "--namespace", namespace, "--image", IMAGE, "--pool-size", "1",
+        "--disk-dir", str(disks),
+        test_disks=False,  # no --disk-bytes: the product's default
+    )  # fmt: skip
+    await anyio.to_thread.run_sync(daemon.start)
+    async with GrpcSandboxFactory(daemon.target) as factory:
+        status = await factory.transport.get_status()
+        assert status.disk == DiskLimit(enforced=True, bytes=DEFAULT_DISK_BYTES)
+        box = await factory.create_sandbox("default")
+        size = int((await box.exec("df -B1 --output=size /workspace | tail -1")).stdout)
+        assert DEFAULT_DISK_BYTES * 0.9 < size <= DEFAULT_DISK_BYTES
+        volume = docker_client.volumes.get((await box.info()).volume)
+        image = Path(volume.attrs["Labels"][disk.DISK_LABEL])
+        # Sparse: a fresh 4 GiB disk takes a few MiB of the host's disk.
+        assert _exists(image) and (await anyio.to_thread.run_sync(image.stat)).st_blocks * 512 < (
+            16 << 20
+        )
+        await box.delete()
+        assert not _exists(image) and _loop_devices_of(image) == ""
+    await anyio.to_thread.run_sync(daemon.terminate)
+    # The pool's workspace went with the daemon: no volume, image or loop device.
+    assert docker_client.volumes.list(filters={"label": f"{labels.NAMESPACE}={namespace}"}) == []
+    assert _images_in(disks) == []
+    assert [line for line in disk.loop_devices() if str(disks) in line] == []
 
 
-def _images_in(folder: Path) -> list[Path]:
-    return list(folder.glob("*.img"))
-
-
-def _loop_devices_of(image: Path) -> str:
-    found = subprocess.run(
-        ["losetup", "--associated", str(image)], capture_output=True, text=True, check=False
+@pytest.mark.parametrize("case", ["host-lacks-it", "turned-off"])
+async def test_without_a_disk_limit_the_daemon_says_so_loudly(
+    case: str, daemon_factory: type[Daemon], docker_client: docker.DockerClient, tmp_path: Path
+) -> None:
+    namespace = f"{RUN_PREFIX}-dno{secrets.token_hex(2)}"
+    # A disk folder that cannot exist (under a regular file) stands for a host
+    # where the probe fails; disk_bytes=0 is the operator's explicit "no limit".
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    flags = (
+        ("--disk-dir", str(blocker / "disks")) if case == "host-lacks-it" else ("--disk-bytes", "0")
     )
-    return found.stdout.strip()
+    daemon = daemon_factory(
+        tmp_path / "d.sock", "--namespace", namespace, "--image", IMAGE, "--pool-size", "0", *flags
+    )
+    await anyio.to_thread.run_sync(daemon.start)
+    async with GrpcSandboxFactory(daemon.target) as factory:
+        status = await factory.transport.get_status()
+        assert not status.disk.enforced and status.disk.bytes == 0
+        log = await anyio.to_thread.run_sync(daemon.log.read_text)
+        if case == "host-lacks-it":
+            assert "a disk image cannot be made" in status.disk.reason
+            assert '"level": "warning"' in log and "DISK LIMIT NOT ENFORCED" in log, log[-2000:]
+        else:
+            assert "disk_bytes=0" in status.disk.reason
+            assert "disk limit off (disk_bytes=0)" in log, log[-2000:]
+        box = await factory.create_sandbox("plain")  # still works, on a plain volume
+        await box.write_file("a.txt", "ok")
+        volume = docker_client.volumes.get((await box.info()).volume)
+        assert disk.DISK_LABEL not in (volume.attrs.get("Labels") or {})
+        assert (volume.attrs.get("Options") or {}).get("device") is None
+        await box.delete()

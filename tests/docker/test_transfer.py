@@ -1,5 +1,5 @@
-"""Streamed transfers and fork on the Docker backend (real engine, 4 GiB
-per-workspace disks as the docker tier's daemon is configured)."""
+"""Streamed transfers and fork on the Docker backend (real engine, the docker
+tier's 64 MiB per-workspace disks; 2 GiB ones for the 200 MiB file)."""
 
 from __future__ import annotations
 
@@ -26,9 +26,15 @@ async def sandbox(factory: GrpcSandboxFactory, instance_id: str) -> AsyncIterato
         await box.delete()
 
 
-async def test_200_mib_file_up_and_down_bounded_rss(sandbox: Sandbox, daemon: Daemon) -> None:
-    assert daemon.proc is not None
-    await checks.big_file_round_trip(sandbox, daemon.proc.pid)
+async def test_200_mib_file_up_and_down_bounded_rss(
+    roomy_factory: GrpcSandboxFactory, roomy_daemon: Daemon, instance_id: str
+) -> None:
+    assert roomy_daemon.proc is not None
+    box = await roomy_factory.create_sandbox(instance_id)
+    try:
+        await checks.big_file_round_trip(box, roomy_daemon.proc.pid)
+    finally:
+        await box.delete()
 
 
 async def test_cut_stream_leaves_previous_content(sandbox: Sandbox) -> None:

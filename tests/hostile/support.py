@@ -29,7 +29,7 @@ import docker.errors
 import pytest
 
 from runtime_client import GrpcSandboxFactory, Sandbox
-from sandboxd.backends import labels
+from sandboxd.backends import disk, labels
 from tests.helpers import health_status
 
 T = TypeVar("T")
@@ -222,4 +222,8 @@ def force_remove(client: docker.DockerClient, namespace: str, instance_id: str) 
         name = container.labels.get(labels.VOLUME, name)
         container.remove(force=True)
     with contextlib.suppress(docker.errors.NotFound):
-        client.volumes.get(name).remove(force=True)
+        volume = client.volumes.get(name)
+        image = (volume.attrs.get("Labels") or {}).get(disk.DISK_LABEL)
+        volume.remove(force=True)
+        if image:  # its loop device and image too
+            disk.remove(Path(image))

@@ -1,6 +1,6 @@
 """Filling the disk: /tmp (a 256 MiB tmpfs, which also holds the executor's
-state) and /workspace (a Docker volume on the host's disk, with no size
-limit today), and what a per-workspace limit would take on this machine."""
+state) and /workspace (a disk of its own: an ext4 image on a loop device,
+64 MiB in the docker tier), and the feasibility proof of such a disk."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import pytest
 
 from runtime_client import Sandbox
 from tests.docker_fixtures import IMAGE, RUN_PREFIX
-from tests.helpers import Daemon
+from tests.helpers import TEST_DISK_BYTES, Daemon
 from tests.hostile.support import Bystander, assert_serving, record
 
 pytestmark = [pytest.mark.docker, pytest.mark.anyio, pytest.mark.timeout(90)]
@@ -62,31 +62,42 @@ async def test_bash_reports_the_command_result_when_tmp_is_full(attacked: Sandbo
     assert not result.is_error and result.text.startswith("done")
 
 
-async def test_workspace_grows_without_a_per_workspace_limit(
+async def test_workspace_stops_at_its_disk_limit(
     daemon: Daemon, attacked: Sandbox, bystander: Bystander
 ) -> None:
     quiet = await bystander.p99_ms()
-    # fallocate reserves real blocks at once: a quota would refuse it.
-    grown = await attacked.exec("fallocate -l 512M big && stat -c %s big", timeout_ms=30_000)
-    assert grown.exit_code == 0 and int(grown.stdout) == 512 << 20
+    # fallocate reserves real blocks at once: the workspace's own disk refuses it.
+    grown = await attacked.exec("fallocate -l 512M big", timeout_ms=30_000)
+    assert grown.exit_code != 0 and b"No space left on device" in grown.stderr
+    await attacked.remove("big")  # an ext4 fallocate may keep what it got before ENOSPC
+    filled = await attacked.exec(
+        "head -c 200000000 /dev/zero > fill; stat -c %s fill", timeout_ms=30_000
+    )
+    assert b"No space left on device" in filled.stderr
+    written = int(filled.stdout.split()[-1])
+    assert written < TEST_DISK_BYTES
     during = await bystander.steady_p99_ms()
     total = int((await attacked.exec("df -B1 --output=size /workspace | tail -1")).stdout)
-    await attacked.remove("big")
+    # Full, the workspace still answers, and works again once space is freed.
+    await attacked.remove("fill")
+    await attacked.write_file("after.txt", "ok")
+    assert (await attacked.read_file("after.txt")).data == b"ok"
     await assert_serving(daemon.target)
     await record(
         bystander,
-        "/workspace grown by 512 MiB",
+        "/workspace filled (64 MiB disk)",
         quiet,
         during,
-        outcome=f"accepted; /workspace is the host disk ({total >> 30} GiB), no quota",
+        outcome=f"ENOSPC after {written >> 20} MiB of a {total >> 20} MiB disk; "
+        "fallocate 512M refused; writable again once freed",
     )
 
 
 async def test_workspace_volume_has_a_size_limit(attacked: Sandbox) -> None:
-    # The docker tier's daemon runs with SANDBOXD_DISK_BYTES (tests/docker_fixtures.py).
+    # The docker tier's daemon gives each workspace a 64 MiB disk (tests/docker_fixtures.py).
     total = int((await attacked.exec("df -B1 --output=size /workspace | tail -1")).stdout)
-    host = shutil.disk_usage("/var/lib/docker").total
-    assert total < host
+    assert TEST_DISK_BYTES * 0.8 < total <= TEST_DISK_BYTES
+    assert total < shutil.disk_usage("/var/lib/docker").total
 
 
 def _root_with(*tools: str) -> str | None:

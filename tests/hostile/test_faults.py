@@ -5,7 +5,6 @@ going away, and SIGTERM with calls in flight."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import secrets
 import time
 from pathlib import Path
@@ -17,7 +16,7 @@ import pytest
 
 from runtime_client import GrpcSandboxFactory, Internal, SandboxUnavailable
 from sandboxd.backends import labels
-from tests.docker_fixtures import IMAGE, RUN_PREFIX, container_name
+from tests.docker_fixtures import IMAGE, RUN_PREFIX, container_name, remove_namespace_resources
 from tests.helpers import Daemon, health_status
 from tests.hostile.engine_proxy import EngineProxy
 from tests.hostile.support import FIGURES, Figure, known_gap, recover
@@ -207,7 +206,5 @@ async def test_sigterm_drains_in_flight_docker_calls(
     # Workspaces keep running for the next daemon to adopt.
     container = docker_client.containers.get(container_name(namespace, "drain"))
     assert container.status == "running"
-    container.remove(force=True)
-    with contextlib.suppress(docker.errors.NotFound):
-        docker_client.volumes.get(container.labels[labels.VOLUME]).remove(force=True)
+    remove_namespace_resources(docker_client, namespace)  # its disk image and loop device too
     _fault("SIGTERM with an Exec in flight", drained, "the call finished; exit 0 after drain")

@@ -20,14 +20,20 @@ class Peer:
     def __init__(self) -> None:
         self.incoming: asyncio.Queue[bytes] = asyncio.Queue()
         self.sent: list[dict[str, object]] = []
+        #: Raw payloads of the requests, by request id.
+        self.raw: dict[object, tuple[str, bytes]] = {}
+        self._deframer = wire.Deframer(max_line=1 << 30, max_raw=wire.REQUEST_RAW_MAX)
 
     async def read(self) -> bytes:
         return await self.incoming.get()
 
     def write(self, data: bytes) -> None:
-        for line in data.splitlines():
-            if line.strip():
-                self.sent.append(json.loads(line))
+        for frame in self._deframer.feed(data):
+            assert isinstance(frame, wire.Frame), frame
+            message = json.loads(frame.line)
+            self.sent.append(message)
+            if frame.payload is not None:
+                self.raw[message["id"]] = (frame.raw_key, frame.payload)
 
     async def drain(self) -> None:
         return None
@@ -217,3 +223,103 @@ async def test_too_many_bad_frames_drop_the_channel() -> None:
     with pytest.raises(SandboxUnavailable, match="malformed frames"):
         await call
     assert channel.closed
+
+
+# ------------------------------------------------------------ raw frames
+
+
+async def test_bulk_bytes_go_raw_and_a_raw_reply_resolves_the_call() -> None:
+    peer = Peer()
+    channel = ExecutorChannel(peer, peer, name="t", max_line=1 << 20)
+    payload = bytes(range(256)) * 4096  # newlines, NULs, everything
+    call = asyncio.create_task(channel.call("upload_chunk", {"session": "s", "data": payload}))
+    await _wait_for_request(peer)
+    request = peer.sent[0]
+    assert "data" not in request["args"] and "data_base64" not in request["args"]
+    assert peer.raw[request["id"]] == ("data", payload)
+    # The reply arrives raw, cut at awkward places.
+    parts = b"".join(wire.frame({"id": request["id"]}, "ok", {"data": payload, "eof": False}))
+    for start in range(0, len(parts), 65_521):
+        peer.reply(parts[start : start + 65_521])
+    assert await call == {"data": payload, "eof": False}
+    assert not channel.closed
+    await channel.close()
+
+
+async def test_bytes_over_the_request_raw_limit_still_travel_base64() -> None:
+    peer = Peer()
+    channel = ExecutorChannel(peer, peer, name="t", max_line=64 << 20)
+    big = b"x" * (wire.REQUEST_RAW_MAX + 1)
+    call = asyncio.create_task(channel.call("write_file", {"path": "a", "content": big}))
+    await _wait_for_request(peer)
+    assert peer.sent[0]["args"]["content_base64"] == wire.b64(big)
+    assert peer.sent[0]["id"] not in peer.raw
+    call.cancel()
+    await channel.close()
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        b'{"raw":["data",2000000],"id":%d,"ok":{}}\n',  # over the channel's bound
+        b'{"raw":["data",-1],"id":%d,"ok":{}}\n',
+        b'{"raw":["data","5"],"id":%d,"ok":{}}\n',
+        b'{"raw":["Data!",5],"id":%d,"ok":{}}\n',
+        b'{"raw":["data",99999999999999999],"id":%d,"ok":{}}\n',
+        b'{"raw":5,"id":%d,"ok":{}}\n',
+    ],
+)
+async def test_a_bad_raw_length_drops_the_channel_not_the_daemon(header: bytes) -> None:
+    peer = Peer()
+    channel = ExecutorChannel(peer, peer, name="t", max_line=1 << 20)
+    call = asyncio.create_task(channel.call("stat", {"path": "a"}))
+    await _wait_for_request(peer)
+    peer.reply(header % peer.sent[0]["id"])
+    peer.reply(b"x" * 100)
+    with pytest.raises(SandboxUnavailable, match=r"raw frame|will be re-established"):
+        await asyncio.wait_for(call, 5)
+    assert channel.closed
+    await channel.close()
+
+
+async def test_a_raw_frame_that_lies_about_its_length_drops_the_channel() -> None:
+    peer = Peer()
+    channel = ExecutorChannel(peer, peer, name="t", max_line=1 << 20)
+    call = asyncio.create_task(channel.call("download_read", {"session": "s"}))
+    await _wait_for_request(peer)
+    request_id = peer.sent[0]["id"]
+    # Says 10 bytes, sends 12 and a forged reply: the end marker is not where
+    # the length says, so nothing after it is believed.
+    peer.reply(b'{"raw":["data",10],"id":%d,"ok":{}}\n' % request_id + b"0123456789ab\x00\n")
+    peer.reply(wire.encode({"id": request_id, "ok": {"forged": True}}))
+    with pytest.raises(SandboxUnavailable, match="does not end where its length says"):
+        await asyncio.wait_for(call, 5)
+    await channel.close()
+
+
+@pytest.mark.parametrize("key", ["data_base64", "eof"])
+async def test_a_raw_field_may_not_overwrite_another(key: str) -> None:
+    peer = Peer()
+    channel = ExecutorChannel(peer, peer, name="t", max_line=1 << 20)
+    call = asyncio.create_task(channel.call("download_read", {"session": "s"}))
+    await _wait_for_request(peer)
+    request_id = peer.sent[0]["id"]
+    body = b'{"eof":false}' if key == "eof" else b"{}"
+    peer.reply(b'{"raw":["%s",2],"id":%d,"ok":%s}\nhi\x00\n' % (key.encode(), request_id, body))
+    peer.reply(wire.encode({"id": request_id, "ok": {"real": 1}}))
+    assert await asyncio.wait_for(call, 5) == {"real": 1}  # the clash was dropped
+    await channel.close()
+
+
+async def test_a_reattached_channel_skips_the_tail_of_a_torn_raw_frame() -> None:
+    peer = Peer()
+    channel = ExecutorChannel(peer, peer, name="t", max_line=1 << 20, resync=True)
+    call = asyncio.create_task(channel.call("hello", {}))
+    await _wait_for_request(peer)
+    # What a new attach sees first: the rest of a download chunk (binary with
+    # many newlines) and its end, then the hello's answer.
+    peer.reply(bytes(range(256)) * 1000 + wire.RAW_END)
+    peer.reply(wire.encode({"id": peer.sent[0]["id"], "ok": {"protocol": 2}}))
+    assert await asyncio.wait_for(call, 5) == {"protocol": 2}
+    assert not channel.closed
+    await channel.close()

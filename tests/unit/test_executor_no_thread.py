@@ -32,8 +32,8 @@ class _Out(io.BytesIO):
         return [json.loads(line) for line in lines if line]
 
 
-def _request(request_id: int, path: str) -> bytes:
-    return wire.encode({"id": request_id, "op": "exists", "args": {"path": path}})
+def _request(request_id: int, path: str) -> wire.Frame:
+    return wire.Frame(wire.encode({"id": request_id, "op": "exists", "args": {"path": path}}))
 
 
 def _wait_for(out: _Out, count: int) -> list[dict[str, Any]]:
@@ -86,7 +86,9 @@ def test_with_no_worker_the_request_is_refused_and_never_runs(
     _no_new_threads(server, monkeypatch)
     made = tmp_path / "w" / "made"
     server.accept(
-        wire.encode({"id": 1, "op": "make_dir", "args": {"path": "made", "parents": True}})
+        wire.Frame(
+            wire.encode({"id": 1, "op": "make_dir", "args": {"path": "made", "parents": True}})
+        )
     )
     [refused] = out.replies()
     assert refused["err"]["kind"] == "resource_exhausted"

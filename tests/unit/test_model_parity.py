@@ -36,6 +36,7 @@ PROTO_PAIRS: list[tuple[type, Any, dict[str, str], set[str]]] = [
     (models.TreeDownloadDone, pb.DownloadTreeDone, {}, set()),
     (models.ForkResult, pb.ForkSandboxResponse, {}, set()),
     (models.RuntimeInfo, pb.RuntimeInfo, {}, set()),
+    (models.DiskLimit, pb.DiskLimit, {}, set()),
     (models.ProcessRequest, pb.StartProcessRequest, {}, {"instance_id"}),
     (models.ProcessInfo, pb.ProcessInfo, {}, set()),
     (models.ProcessChunk, pb.ProcessChunk, {}, set()),
@@ -118,7 +119,9 @@ ROUND_TRIPS: list[tuple[object, Any, Any]] = [
         convert.exec_result_from_pb,
     ),
     (
-        models.ServerStatus("1", "local", "ns", models.PoolStatus(1, 2, 3, 4)),
+        models.ServerStatus(
+            "1", "local", "ns", models.PoolStatus(1, 2, 3, 4), disk=models.DiskLimit(True, 5, "")
+        ),
         convert.status_to_pb,
         convert.status_from_pb,
     ),
@@ -161,6 +164,7 @@ HTTP_PAIRS: list[tuple[type, type[BaseModel], set[str]]] = [
     (models.ExecExit, schemas.ExecExit, set()),
     (models.PoolStatus, schemas.PoolStatus, set()),
     (models.ServerStatus, schemas.ServerStatus, set()),
+    (models.DiskLimit, schemas.DiskLimit, set()),
     (models.SandboxToolResult, schemas.ToolCallResponse, set()),
     (models.ToolDescription, schemas.ToolDescription, set()),
 ]

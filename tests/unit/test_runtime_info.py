@@ -7,7 +7,7 @@ import pytest
 from sandboxd.backends import runtimes
 from sandboxd.grpc import convert
 from sandboxd.http.schemas import ServerStatus as HttpServerStatus
-from sandboxd.models import PoolStatus, RuntimeInfo, ServerStatus
+from sandboxd.models import DiskLimit, PoolStatus, RuntimeInfo, ServerStatus
 
 pytestmark = [pytest.mark.unit, pytest.mark.anyio]
 
@@ -120,3 +120,22 @@ def test_sandboxctl_status_shows_runtimes() -> None:
     text = console.export_text()
     assert "runtime runc" in text and "1.1.5" in text
     assert "runtime runsc" in text and "not registered" in text
+
+
+def test_sandboxctl_status_shows_whether_the_disk_limit_is_enforced() -> None:
+    from rich.console import Console
+
+    from sandboxd.ctl import render
+
+    def shown(disk: DiskLimit) -> str:
+        status = ServerStatus(
+            version="1", backend="docker", namespace="ns", pool=PoolStatus(), disk=disk
+        )
+        console = Console(width=160, record=True)
+        console.print(render.status_table(status, {}, "unix:///x.sock"))
+        assert render.status_json(status, {})["disk"]["enforced"] is disk.enforced
+        return console.export_text()
+
+    assert "64 MiB per workspace" in shown(DiskLimit(enforced=True, bytes=64 << 20))
+    off = shown(DiskLimit(reason="sandboxd is not root"))
+    assert "not enforced" in off and "sandboxd is not root" in off

@@ -85,7 +85,10 @@ def test_each_shell_serves_one_call(shell: Shell) -> None:
 
 def test_same_shell_as_a_fresh_spawn(shell: Shell) -> None:
     probe = (
-        'echo "$0|$#|$*|$-|$PWD"; shopt -p | md5sum; trap -p | grep -c EXIT; ls /proc/$$/fd | wc -l'
+        'echo "$0|$#|$*|$-|$PWD"; shopt -p | md5sum; trap -p | grep -c EXIT; '
+        # Counted from a subshell: a pipeline's own pipe ends sit in the shell
+        # for a moment, which made a direct count racy.
+        'echo "fds $(ls /proc/$$/fd | wc -l)"'
     )
     run(shell, "true")
     ready(shell)
