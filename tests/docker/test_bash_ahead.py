@@ -55,3 +55,31 @@ async def test_the_shell_is_started_ahead_as_the_sandbox_user(
     finally:
         with contextlib.suppress(NotFound):
             await factory.transport.delete_sandbox(instance_id)
+
+
+# A background job of the workload waits for the shell started ahead, then
+# tries to say "go" to it through /proc (the go pipe is the executor's).
+FORGE = (
+    "sleep 3; p=$(pgrep -u 1000 -f '__sbx_[i]n=' | head -1); "
+    "fd=$(tr '\\0' ' ' < /proc/$p/cmdline | awk '{print $(NF-1)}'); "
+    'if [ -z "$p" ]; then echo none > forge.out; '
+    "elif echo g > /proc/$p/fd/$fd; then echo FORGED > forge.out; "
+    "else echo refused > forge.out; fi"
+)
+
+
+@pytest.mark.parametrize("runtime", [Runtime.RUNC, Runtime.RUNSC])
+async def test_the_workload_cannot_say_go(
+    factory: GrpcSandboxFactory, instance_id: str, runtime: Runtime
+) -> None:
+    await factory.transport.create_sandbox(instance_id, SandboxOptions(runtime=runtime))
+    try:
+        box = await factory.create_sandbox(instance_id)
+        await box.bash(FORGE, run_in_background=True)
+        await box.bash("true")  # the next call's shell starts now, and waits
+        await asyncio.sleep(5)
+        result = await box.bash("cat forge.out")
+        assert result.text.startswith("refused\n"), result.text
+    finally:
+        with contextlib.suppress(NotFound):
+            await factory.transport.delete_sandbox(instance_id)

@@ -41,7 +41,7 @@ import threading
 import time
 from typing import BinaryIO
 
-from .. import logs
+from .. import identity, logs
 from ..spawn import spawn
 from .args import Param, ToolSpec, get_bool, get_int, get_opt_str, get_str, parse
 from .jobs import Job, Jobs
@@ -684,7 +684,10 @@ class _Ready:
         st = os.stat(cwd)
         command_fd = os.memfd_create("bash-command", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
         state_fd = os.memfd_create("bash-state", os.MFD_CLOEXEC)
-        go_read, go_fd = os.pipe2(os.O_CLOEXEC)
+        # Made as the executor: the pipe is root's (0600), so a process of the
+        # sandbox user cannot reopen it through /proc/<shell>/fd to forge "go".
+        with identity.as_executor():
+            go_read, go_fd = os.pipe2(os.O_CLOEXEC)
         try:
             proc = spawn(
                 ["bash", "-c", _READY_LINE, "bash", str(command_fd), str(go_read), str(state_fd)],
