@@ -12,7 +12,7 @@ IMAGE  ?= sandboxd-workspace:latest
 PYTEST_ARGS ?=
 SIDECAR_IMAGE ?= sandboxd:latest
 
-.PHONY: help venv proto engine image host-tools run test lint typecheck unit fmt clean fuzz bench ts-test ts-generate
+.PHONY: help venv proto engine image host-tools run test lint typecheck unit fmt clean fuzz bench bench-layers ts-test ts-generate
 
 help:
 	@echo "make run    set everything up, then serve sandboxd in the foreground"
@@ -91,6 +91,10 @@ sidecar-image: image
 
 bench: venv image
 	$(PY) -m bench.run $(BENCH_ARGS)
+
+# Where one tool call's time goes, layer by layer (bench/README.md).
+bench-layers: venv image
+	$(PY) -m bench.layers $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info

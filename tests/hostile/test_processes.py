@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable
+from collections.abc import AsyncIterator, Awaitable
 from pathlib import Path
 from typing import TypeVar
 
@@ -13,14 +13,16 @@ import anyio
 import docker
 import pytest
 
-from runtime_client import Sandbox, SandboxUnavailable
+from runtime_client import GrpcSandboxFactory, ResourceExhausted, Sandbox, SandboxUnavailable
 from sandboxd.backends import labels
+from sandboxd.models import SandboxOptions
 from tests.helpers import Daemon
 from tests.hostile.support import (
     CPU_CONTENTION,
     Bystander,
     assert_serving,
     executor_pid,
+    force_remove,
     measure_during,
     record,
     recover,
@@ -102,9 +104,30 @@ async def _bombing(bomb: Awaitable[T], container_id: str) -> T:
     return result
 
 
+@pytest.fixture
+async def attacked_plain(
+    factory: GrpcSandboxFactory,
+    docker_client: docker.DockerClient,
+    namespace: str,
+    instance_id: str,
+) -> AsyncIterator[Sandbox]:
+    """``attacked`` with bash's shell-started-ahead off (``SANDBOXD_BASH_AHEAD=0``):
+    no bash process exists between calls, so pid exhaustion wedges bash."""
+    await factory.transport.create_sandbox(
+        instance_id, SandboxOptions(env={"SANDBOXD_BASH_AHEAD": "0"})
+    )
+    box = await factory.create_sandbox(instance_id)
+    yield box
+    try:
+        await box.delete()
+    except Exception:
+        force_remove(docker_client, namespace, instance_id)
+
+
 async def test_pid_exhaustion_reports_a_clear_error(
-    daemon: Daemon, attacked: Sandbox, bystander: Bystander
+    daemon: Daemon, attacked_plain: Sandbox, bystander: Bystander
 ) -> None:
+    attacked = attacked_plain
     quiet = await bystander.p99_ms()
     await attacked.bash(PID_HOG, timeout=30_000)
     container_id = (await attacked.info()).container_id
@@ -113,17 +136,8 @@ async def test_pid_exhaustion_reports_a_clear_error(
     await assert_serving(daemon.target)
     # File verbs need no new process: they still work.
     assert (await attacked.exists(".")).exists
-    # bash keeps one shell started ahead of its next call (tools/bash.py,
-    # _Ready): started before the pids ran out, or on the pid the last call's
-    # shell freed, it may still serve calls. Any call that finds no process
-    # gets the clear error, never a hang or an INTERNAL.
-    outcomes = [await attacked.bash("echo alive", timeout=5000) for _ in range(3)]
-    for outcome in outcomes:
-        if outcome.is_error:
-            assert "reached its process limit" in outcome.text
-        else:
-            assert outcome.text.startswith("alive\n")
-    wedged = next((o for o in outcomes if o.is_error), outcomes[-1])
+    wedged = await attacked.bash("echo alive", timeout=5000)
+    assert wedged.is_error and "reached its process limit" in wedged.text
     with pytest.raises(Exception) as raised:
         await attacked.exec("echo alive", timeout_ms=5000)
     await record(
@@ -134,6 +148,32 @@ async def test_pid_exhaustion_reports_a_clear_error(
         outcome=f"wedged until the sleepers exit; bash: {wedged.text.strip()!r}; "
         f"Exec: {type(raised.value).__name__}: {raised.value}",
     )
+
+
+async def test_pid_exhaustion_with_the_shell_started_ahead(
+    daemon: Daemon, attacked: Sandbox
+) -> None:
+    # By default bash keeps one shell started ahead of its next call
+    # (tools/bash.py, _Ready): started before the pids ran out, or on the pid
+    # the last call's shell freed, it may go on serving calls, and a pid it
+    # frees may serve an exec. Whatever finds no process gets the clear,
+    # typed error: never a hang, never INTERNAL.
+    await attacked.bash(PID_HOG, timeout=30_000)
+    container_id = (await attacked.info()).container_id
+    assert _pids_current(container_id) in (0, *range(500, 513))
+    await assert_serving(daemon.target)
+    assert (await attacked.exists(".")).exists
+    for _ in range(3):
+        outcome = await attacked.bash("echo alive", timeout=5000)
+        if outcome.is_error:
+            assert "reached its process limit" in outcome.text
+        else:
+            assert outcome.text.startswith("alive\n")
+        try:
+            ran = await attacked.exec("echo alive", timeout_ms=5000)
+        except ResourceExhausted:
+            continue
+        assert ran.stdout == b"alive\n"
 
 
 async def test_instance_recovers_from_pid_exhaustion(attacked: Sandbox) -> None:

@@ -39,8 +39,9 @@ import string
 import subprocess
 import threading
 import time
+from typing import BinaryIO
 
-from .. import logs
+from .. import identity, logs
 from ..spawn import spawn
 from .args import Param, ToolSpec, get_bool, get_int, get_opt_str, get_str, parse
 from .jobs import Job, Jobs
@@ -258,7 +259,10 @@ class Shell:
         self._prepare()
 
     def _prepare(self) -> None:
-        logs.prepare(self.logs)
+        # Checked first: re-creating it takes the executor's identity (two
+        # id switches each way) on every call otherwise.
+        if not os.path.isdir(self.logs):
+            logs.prepare(self.logs)
 
     def _start_dir(self, directory: str, *, forget: bool = True) -> tuple[str, str]:
         """Where the next call starts, and a note when the saved folder is gone."""
@@ -335,27 +339,28 @@ class Shell:
             self.ready_used += 1
         else:
             state_fd = os.memfd_create("bash-state", os.MFD_CLOEXEC)
+        log = _LazyLog(self.logs, name)
         try:
-            with open(logs.create(self.logs, name), "wb") as log:
-                capture = Capture(log, LOG_CAP_BYTES)
-                if note_gone:
-                    capture.add(cleaner.feed(note_gone.encode()))
-                if proc is None:
-                    proc = spawn(
-                        ["bash", "-c", _ONE_LINE, "bash", command, str(state_fd)],
-                        cwd=cwd,
-                        env=env,
-                        stderr=subprocess.STDOUT,
-                        pass_fds=(state_fd,),
-                    )
-                timed_out, cancelled = self._pump(proc, capture, cleaner, deadline, cancel)
+            capture = Capture(log, LOG_CAP_BYTES)
+            if note_gone:
+                capture.add(cleaner.feed(note_gone.encode()))
+            if proc is None:
+                proc = spawn(
+                    ["bash", "-c", _ONE_LINE, "bash", command, str(state_fd)],
+                    cwd=cwd,
+                    env=env,
+                    stderr=subprocess.STDOUT,
+                    pass_fds=(state_fd,),
+                )
+            timed_out, cancelled = self._pump(proc, capture, cleaner, deadline, cancel)
             self._keep_state(state_fd, save_cwd=not directory)
+            self._start_next()
+            return self._foreground_result(
+                command, proc, capture, log, started, timeout_ms, log_path, timed_out, cancelled
+            )
         finally:
             os.close(state_fd)
-        self._start_next()
-        return self._foreground_result(
-            command, proc, capture, started, timeout_ms, log_path, timed_out, cancelled
-        )
+            log.close()
 
     def _start_next(self) -> None:
         """Start the next call's shell ahead, in the state this call left.
@@ -469,6 +474,7 @@ class Shell:
         command: str,
         proc: subprocess.Popen[bytes],
         capture: Capture,
+        log: _LazyLog,
         started: float,
         timeout_ms: int,
         log_path: str,
@@ -506,8 +512,9 @@ class Shell:
         if truncated:
             text, _ = capture.render(room - len(notice) - 1)
             lines.append(notice)
+            log.keep()
         else:
-            logs.remove(log_path)
+            log.discard()
         lines.insert(0, text or "(no output)")
         return ToolResult(
             "\n".join(lines),
@@ -584,6 +591,57 @@ class Shell:
         self.jobs.close()
 
 
+class _LazyLog:
+    """A call's full log, made on disk only when it may be needed.
+
+    Most commands print little and their log is removed at the end; so the
+    output is held in memory up to ``MEMORY`` bytes, and the file is created
+    (``logs.create``) once the output outgrows that or the result is cut
+    (``keep``).
+    """
+
+    MEMORY = 256 * 1024
+
+    def __init__(self, folder: str, name: str) -> None:
+        self.folder = folder
+        self.name = name
+        self._buffer = bytearray()
+        self._file: BinaryIO | None = None
+        self._closed = False
+
+    def write(self, data: bytes) -> int:
+        if self._file is None:
+            self._buffer += data
+            if len(self._buffer) > self.MEMORY:
+                self._open()  # writes the buffer, this data included
+            return len(data)
+        return self._file.write(data)
+
+    def _open(self) -> None:
+        self._file = open(logs.create(self.folder, self.name), "wb")  # noqa: SIM115
+        buffered, self._buffer = self._buffer, bytearray()
+        self._file.write(buffered)
+
+    def keep(self) -> None:
+        """The result was cut: the full output must be on disk."""
+        if self._file is None:
+            # A full disk must not cost the model its command's result.
+            with contextlib.suppress(OSError):
+                self._open()
+        self.close()
+
+    def discard(self) -> None:
+        created = self._file is not None
+        self.close()
+        if created:
+            logs.remove(os.path.join(self.folder, self.name))
+
+    def close(self) -> None:
+        if self._file is not None and not self._closed:
+            self._closed = True
+            self._file.close()
+
+
 #: Start each call's shell ahead of the call (``_Ready``); the module switch
 #: for A/B measurements (``SANDBOXD_BASH_AHEAD=0``).
 START_AHEAD = os.environ.get("SANDBOXD_BASH_AHEAD", "1") != "0"
@@ -626,7 +684,10 @@ class _Ready:
         st = os.stat(cwd)
         command_fd = os.memfd_create("bash-command", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
         state_fd = os.memfd_create("bash-state", os.MFD_CLOEXEC)
-        go_read, go_fd = os.pipe2(os.O_CLOEXEC)
+        # Made as the executor: the pipe is root's (0600), so a process of the
+        # sandbox user cannot reopen it through /proc/<shell>/fd to forge "go".
+        with identity.as_executor():
+            go_read, go_fd = os.pipe2(os.O_CLOEXEC)
         try:
             proc = spawn(
                 ["bash", "-c", _READY_LINE, "bash", str(command_fd), str(go_read), str(state_fd)],

@@ -16,6 +16,7 @@ Fields:
 from __future__ import annotations
 
 import os
+import stat
 import threading
 
 from .args import Param, ToolSpec, get_bool, get_int, get_opt_str, get_str, parse
@@ -114,7 +115,7 @@ def run(ctx: Context, raw: dict[str, object], cancel: threading.Event) -> ToolRe
                 st = os.stat(entry.path)  # follows a symlink to its file
             except OSError:
                 continue
-            if not os.path.isfile(entry.path):
+            if not stat.S_ISREG(st.st_mode):
                 continue
             if entry.ignored:
                 ignored += 1

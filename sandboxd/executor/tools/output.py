@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import codecs
 import re
-from typing import BinaryIO
+from typing import Protocol
 
 from .result import MAX_TEXT_CHARS
 
@@ -68,10 +68,14 @@ class Cleaner:
         return clean(text[:cut])
 
 
+class Sink(Protocol):
+    def write(self, data: bytes, /) -> object: ...
+
+
 class Capture:
     """Bounded view of the cleaned output, plus the full log on disk."""
 
-    def __init__(self, log: BinaryIO | None, log_cap: int) -> None:
+    def __init__(self, log: Sink | None, log_cap: int) -> None:
         self.log = log
         self.log_cap = log_cap
         self.log_bytes = 0

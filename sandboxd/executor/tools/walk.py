@@ -8,6 +8,7 @@ glob can say how many matches it did not show.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -28,6 +29,9 @@ class Entry:
 MAX_PATH_BYTES = 4096
 
 
+_FS_CODEC = (sys.getfilesystemencoding(), sys.getfilesystemencodeerrors())
+
+
 class WalkStopped(Exception):
     """The caller's stop check fired (cancelled, or past its deadline)."""
 
@@ -38,7 +42,8 @@ def _sorted_entries(folder: str) -> list[os.DirEntry[str]]:
             entries = list(it)
     except OSError:
         return []  # unreadable folders are skipped, as ripgrep does
-    entries.sort(key=lambda e: os.fsencode(e.name))
+    # Byte order, as ripgrep sorts (os.fsencode, without its per-call checks).
+    entries.sort(key=lambda e: e.name.encode(*_FS_CODEC))
     return entries
 
 
@@ -80,11 +85,15 @@ class Walk:
     ) -> _Frame:
         if self.stop is not None and self.stop():
             raise WalkStopped
-        if self.respect_ignore and not hidden:
+        entries = _sorted_entries(folder)
+        # Only a folder that lists a .gitignore is asked for one: no failed
+        # open per folder (a .gitignore made after the listing is missed, as
+        # it would be by a walk that read it a moment earlier).
+        if self.respect_ignore and not hidden and any(e.name == ".gitignore" for e in entries):
             own = gitignore.load(folder)
             if own is not None:
                 ignores = (*ignores, own)
-        return _Frame(folder, rel, ignores, hidden, iter(_sorted_entries(folder)))
+        return _Frame(folder, rel, ignores, hidden, iter(entries))
 
     def _walk(self, ignores: tuple[gitignore.IgnoreFile, ...]) -> Iterator[Entry]:
         # An explicit stack, not recursion: sandbox code can make a tree far
@@ -98,14 +107,15 @@ class Walk:
                 continue
             if entry.name == ".git":
                 continue
-            path = os.path.join(frame.folder, entry.name)
+            # entry.path is the folder joined with the name, as os.path.join would.
+            path = entry.path
             try:
                 is_link = entry.is_symlink()
                 is_dir = entry.is_dir(follow_symlinks=False)
             except OSError:
                 continue
             ignored = frame.hidden or (
-                self.respect_ignore and gitignore.is_ignored(frame.ignores, path, is_dir)
+                bool(frame.ignores) and gitignore.is_ignored(frame.ignores, path, is_dir)
             )
             if ignored:
                 if not self.include_ignored:
