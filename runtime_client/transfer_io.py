@@ -192,31 +192,17 @@ async def write_file(
     return others
 
 
-class _Reader:
+class _Reader(untar.ChunkReader):
     """A file object for tarfile that pulls chunks from the event loop."""
 
     def __init__(self, pull: Callable[[], Any], loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__()
         self._pull = pull
         self._loop = loop
-        # The chunk being read and how far (tarfile reads 10 KiB at a time:
-        # slicing the rest off a 1 MiB chunk each time would copy it anew).
-        self._buffer = b""
-        self._pos = 0
-        self._eof = False
 
-    def read(self, size: int = -1) -> bytes:
-        while self._pos >= len(self._buffer) and not self._eof:
-            chunk = asyncio.run_coroutine_threadsafe(self._pull(), self._loop).result()
-            if chunk is None:
-                self._eof = True
-            else:
-                self._buffer, self._pos = chunk, 0
-        start = self._pos
-        end = len(self._buffer) if size < 0 else min(len(self._buffer), start + size)
-        self._pos = end
-        if start == 0 and end == len(self._buffer):
-            return self._buffer
-        return self._buffer[start:end]
+    def next_chunk(self) -> bytes | None:
+        chunk: bytes | None = asyncio.run_coroutine_threadsafe(self._pull(), self._loop).result()
+        return chunk
 
 
 async def extract_to(chunks: AsyncIterator[Any], dest: str | os.PathLike[str]) -> list[Any]:

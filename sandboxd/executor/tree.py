@@ -45,16 +45,12 @@ class _End(Exception):
     pass
 
 
-class _Feed:
+class _Feed(untar.ChunkReader):
     """A file object whose bytes arrive through ``put`` (bounded)."""
 
     def __init__(self) -> None:
+        super().__init__()
         self._queue: queue.Queue[bytes | None] = queue.Queue(maxsize=QUEUE)
-        # The chunk being read and how far: tarfile reads 10 KiB at a time,
-        # and slicing the rest off a 1 MiB chunk each time copied it anew.
-        self._buffer = b""
-        self._pos = 0
-        self._eof = False
         self.aborted = False
 
     def put(self, data: bytes | None, done: threading.Event) -> None:
@@ -67,24 +63,14 @@ class _Feed:
             except queue.Full:
                 continue
 
-    def read(self, size: int = -1) -> bytes:
-        while self._pos >= len(self._buffer) and not self._eof:
+    def next_chunk(self) -> bytes | None:
+        while True:
             if self.aborted:
                 raise InvalidArgument("the transfer was aborted")
             try:
-                item = self._queue.get(timeout=0.5)
+                return self._queue.get(timeout=0.5)
             except queue.Empty:
                 continue
-            if item is None:
-                self._eof = True
-            else:
-                self._buffer, self._pos = item, 0
-        start = self._pos
-        end = len(self._buffer) if size < 0 else min(len(self._buffer), start + size)
-        self._pos = end
-        if start == 0 and end == len(self._buffer):
-            return self._buffer
-        return self._buffer[start:end]
 
 
 class TreeUpload(Session):

@@ -257,3 +257,34 @@ def _extract_member(
                 f"tar entry {entry!r}: hard link to {member.linkname!r}, which is not in the tree"
             ) from exc
         raise
+
+
+class ChunkReader:
+    """A read-only file object over a stream of byte chunks, for tarfile.
+
+    ``next_chunk`` gives the next chunk, or None at the end. The chunk being
+    read is kept with a position: tarfile reads 10 KiB at a time, and slicing
+    the rest off a 1 MiB chunk each time copied it anew.
+    """
+
+    def __init__(self) -> None:
+        self._buffer = b""
+        self._pos = 0
+        self._eof = False
+
+    def next_chunk(self) -> bytes | None:
+        raise NotImplementedError
+
+    def read(self, size: int = -1) -> bytes:
+        while self._pos >= len(self._buffer) and not self._eof:
+            chunk = self.next_chunk()
+            if chunk is None:
+                self._eof = True
+            else:
+                self._buffer, self._pos = chunk, 0
+        start = self._pos
+        end = len(self._buffer) if size < 0 else min(len(self._buffer), start + size)
+        self._pos = end
+        if start == 0 and end == len(self._buffer):
+            return self._buffer
+        return self._buffer[start:end]
