@@ -30,7 +30,7 @@ import struct
 
 #: Where the executor's state tmpfs is (executor.main.STATE_DIR); the socket
 #: must be in a directory of its own right under it.
-_PATH = re.compile(r"^/run/sandboxd/[0-9a-f]{16}/s$")
+_PATH = re.compile(r"/run/sandboxd/[0-9a-f]{16}/s")
 _UCRED = struct.Struct("3i")
 #: SO_PEERPIDFD (Linux 6.5): the listener as a pidfd, so its pid cannot be
 #: recycled between the check and its use.
@@ -57,21 +57,24 @@ class SocketSource:
 
 
 def check_path(path: object) -> str:
-    if not isinstance(path, str) or not _PATH.match(path):
+    if not isinstance(path, str) or not _PATH.fullmatch(path):
         raise DirectUnavailable(f"the executor named no usable socket path ({path!r:.80})")
     return path
 
 
-def connect(container_pid: object, path: object, executor_pid: object) -> socket.socket:
+def connect(
+    container_pid: object, path: object, executor_pid: object, *, proc: str = "/proc"
+) -> socket.socket:
     """A connected socket to the executor of the container whose init is ``container_pid``.
 
-    Blocking (a unix connect is immediate); run it on a thread.
+    Blocking (a unix connect is immediate); run it on a thread. ``proc``: the
+    host's procfs (tests point it elsewhere).
     """
     if not isinstance(container_pid, int) or container_pid <= 0:
         raise DirectUnavailable("the container has no host pid (not running?)")
     if not isinstance(executor_pid, int) or executor_pid <= 0:
         raise DirectUnavailable("the executor's hello gave no pid")
-    target = f"/proc/{container_pid}/root{check_path(path)}"
+    target = f"{proc}/{container_pid}/root{check_path(path)}"
     try:
         fd = os.open(target, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as exc:
