@@ -143,7 +143,7 @@ def test_hello_names_the_socket_and_moves_the_replies(
 def test_requests_before_hello_are_answered_on_the_current_channel(
     served: tuple[_Server, _Out, direct.Listener],
 ) -> None:
-    server, stdout, listener = served
+    _, stdout, listener = served
     client = _Client(listener.path)
     client.send({"id": 4, "op": "exists", "args": {"path": "."}})
     assert _wait(
