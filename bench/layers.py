@@ -42,6 +42,7 @@ from bench.stats import Op, Summary, time_interleaved
 from bench.subjects import TOOL_OPS, FloorSubject, SandboxdSubject, _check, _flip
 from runtime_client import GrpcSandboxFactory
 from sandboxd.executor import wire
+from sandboxd.executor.direct import PipeOutlet
 from sandboxd.executor.dispatch import Executor
 from sandboxd.executor.main import _Server
 from sandboxd.ports import Workspace
@@ -90,7 +91,7 @@ class HostExecutor:
         read_end, write_end = os.pipe()
         self._replies = os.fdopen(read_end, "rb")
         self.executor = Executor(str(root / "workspace"), state_dir=str(root / "state"))
-        self.server = _Server(self.executor, os.fdopen(write_end, "wb"))
+        self.server = _Server(self.executor, PipeOutlet(os.fdopen(write_end, "wb")))
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
 

@@ -58,9 +58,7 @@ async def _as_root(workspace: DockerWorkspace, script: str, *, detach: bool = Fa
     """Run a python script as root inside the container (not as the workload)."""
 
     def run() -> str:
-        _, output = workspace.container.exec_run(
-            ["python3", "-c", script], user="0", detach=detach
-        )
+        _, output = workspace.container.exec_run(["python3", "-c", script], user="0", detach=detach)
         return "" if detach else output.decode()
 
     return await anyio.to_thread.run_sync(run)
