@@ -10,7 +10,8 @@ points, each one layer further from the tool code, in alternating slices
              worker-thread hop, dispatch, tool, JSON encode, a frame out
   channel    the daemon's channel to a real container's executor
              (``Workspace.call("tool")``, in this process): + framing on
-             the Docker attach stream (dockerd, containerd shim), the
+             the executor's unix socket (or, with SANDBOXD_DIRECT_CHANNEL=0,
+             the Docker attach stream: dockerd, containerd shim), the
              container's file system, the sandbox user's identity
   service    ``SandboxService.call_tool`` (in this process): + argument
              validation, lookup of the workspace
@@ -202,7 +203,7 @@ async def measure(res: Resources, quick: bool) -> dict[str, Any]:
 DELTAS = (
     ("tool code (floor)", "floor", None),
     ("executor loop: JSON + thread hop + dispatch", "executor", "floor"),
-    ("attach stream + container (dockerd, shim, fs, uid)", "channel", "executor"),
+    ("executor channel + container (socket or attach, fs, uid)", "channel", "executor"),
     ("service: validation + lookup", "service", "channel"),
     ("gRPC ToolCalls stream + client + protobuf", "grpc", "service"),
 )
