@@ -144,6 +144,8 @@ async def measure(res: Resources, quick: bool) -> dict[str, Any]:
                 await workspace.call(
                     "tool", {"name": "bash", "args": {"command": fx.setup_shell()}}
                 )
+                for path in (fx.READ_FILE, fx.WRITE_FILE):  # the read guard
+                    await workspace.call("tool", {"name": "read", "args": {"file_path": path}})
         p50: dict[str, dict[str, float]] = {}
         for op in OPS:
             row = await time_interleaved(

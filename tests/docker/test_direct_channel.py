@@ -8,8 +8,11 @@ metric).
 
 from __future__ import annotations
 
+import logging
 import os
+import time
 
+import anyio
 import pytest
 from prometheus_client import REGISTRY
 
@@ -72,4 +75,21 @@ async def test_the_setting_keeps_the_attach_stream(open_workspace: Open) -> None
 async def test_gvisor_stays_on_the_attach_stream(open_workspace: Open) -> None:
     workspace = await open_workspace(Runtime.RUNSC)
     assert workspace.channel_kind == "attach"
+    assert (await workspace.call("exec", {"argv": ["echo", "ok"]}))["stdout"] == b"ok\n"
+
+
+async def test_the_executors_log_lines_still_reach_the_daemon(
+    open_workspace: Open, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Only calls moved to the socket: the executor's stderr still comes over
+    # the attach stream, kept open for it.
+    caplog.set_level(logging.WARNING, logger="sandboxd.backends.docker_attach")
+    workspace = await open_workspace()
+    assert workspace.channel_kind == "direct"
+    channel = await workspace.ensure_running()
+    await channel.send_raw(b"not a frame\n")
+    deadline = time.monotonic() + 30
+    while "dropped a malformed frame" not in caplog.text:
+        assert time.monotonic() < deadline, caplog.text
+        await anyio.sleep(0.05)
     assert (await workspace.call("exec", {"argv": ["echo", "ok"]}))["stdout"] == b"ok\n"
