@@ -85,8 +85,9 @@ async def test_bash_state_is_not_the_workloads_to_forge(box: Sandbox) -> None:
         box,
         "for n in $(ls /proc/$$/fd); do "
         'case "$(readlink /proc/$$/fd/$n)" in *bash-state*) '
-        "printf 'sbx1\\0/workspace\\0BASH_ENV=/workspace/evil.sh\\0ENV=/workspace/evil.sh\\0"
-        "LD_PRELOAD=/workspace/x.so\\0' >&$n;; esac; done; export KEPT=yes",
+        'printf \'\\0sbx2\\0/workspace\\0declare -x BASH_ENV="/workspace/evil.sh"\\n'
+        'declare -x ENV="/workspace/evil.sh"\\ndeclare -x LD_PRELOAD="/workspace/x.so"\\n\' '
+        ">&$n;; esac; done; export KEPT=yes",
     )
     text = await _sh(box, 'echo real $KEPT; [ -z "$BASH_ENV$LD_PRELOAD" ] && echo clean')
     assert text == "real yes\nclean\n\nExit code: 0", text
