@@ -1,17 +1,19 @@
-"""grep: time limit, cancel, and the two engines agreeing on a mixed tree."""
+"""grep: time limit, cancel, the two engines agreeing on a mixed tree, result order."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from sandboxd.executor.tools import ToolSession, grep_py
+from sandboxd.executor.tools import ToolSession, grep_py, grep_rg
+from sandboxd.executor.tools.grep_model import FileHits, Query, path_order
 
 ENGINES = ["python"] + (["rg"] if shutil.which("rg") else [])
 
@@ -139,3 +141,81 @@ def test_cancel_stops_grep(tools: ToolSession, monkeypatch: pytest.MonkeyPatch) 
     result = tools.run("grep", {"pattern": "foo"}, cancel=cancel)
     assert time.monotonic() - started < 2
     assert result["is_error"] and "cancelled" in str(result["text"])
+
+
+# Names whose path order (a depth-first walk, each folder in byte order)
+# differs from plain string order: "a/b.txt" comes before "a.txt" ('/' is
+# not compared, the folder "a" is), upper case before lower, UTF-8 last.
+ORDER_NAMES = [
+    "a.txt", "a/b.txt", "a-b.txt", "a/a/z.txt", "B.txt", "b.txt", "é.txt", "e.txt",
+    "sp ace/x.txt", "_x.txt", "a0.txt", "ab/c.txt", "a/.h.txt",
+    *(f"d{i % 7}/f{i:03d}.txt" for i in range(200)),
+]  # fmt: skip
+
+
+def _order_tree(root: Path, names: list[str] | list[bytes]) -> None:
+    for i, name in enumerate(names):
+        path = os.path.join(os.fsencode(root), os.fsencode(name))
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as fh:
+            fh.write(b"foo\n" * (1 + i % 3))
+        # Equal mtimes: files_with_matches falls back to path order.
+        os.utime(path, ns=(1_700_000_000_000_000_000, 1_700_000_000_000_000_000))
+
+
+@pytest.mark.parametrize("mode", ["count", "files_with_matches", "content"])
+def test_engines_agree_on_order(tools: ToolSession, mode: str) -> None:
+    """rg searches unsorted (in parallel) outside content mode: the order is
+    put back in Python, the same as a sorted search and the Python engine's."""
+    if "rg" not in ENGINES:
+        pytest.skip("ripgrep (rg) is not installed")
+    _order_tree(Path(tools.workdir), ORDER_NAMES)
+    texts = {}
+    for engine in ENGINES:
+        tools.context.grep_engine = engine
+        result = tools.run("grep", {"pattern": "foo", "output_mode": mode, "head_limit": 1000})
+        assert result["is_error"] is False
+        texts[engine] = result["text"]
+    assert texts["python"] == texts["rg"]
+    shown = str(texts["rg"]).splitlines()
+    if mode == "count":
+        assert shown.index("a/b.txt:2") < shown.index("a.txt:1")
+    elif mode == "files_with_matches":
+        # Newest first; equal times by path as a string.
+        assert shown.index("a.txt") < shown.index("a/b.txt")
+
+
+@pytest.mark.parametrize("mode", ["count", "files_with_matches"])
+def test_rg_unsorted_equals_sorted_with_raw_names(
+    tools: ToolSession, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """Names that are not UTF-8 (shown with U+FFFD) keep their byte order."""
+    if "rg" not in ENGINES:
+        pytest.skip("ripgrep (rg) is not installed")
+    names = [b"x\xff.txt", b"x\xfe.txt", b"x\xc3\xa9.txt", b"x.txt", b"x\xff/y.txt", b"nl\nname"]
+    _order_tree(Path(tools.workdir), [*names, *(n.encode() for n in ORDER_NAMES)])
+    tools.context.grep_engine = "rg"
+    args = {"pattern": "foo", "output_mode": mode, "head_limit": 1000}
+    unsorted = tools.run("grep", args)
+    real = grep_rg.search
+
+    def sorted_search(rg: str, q: Query, stop: Callable[[], bool]) -> Iterator[FileHits]:
+        assert not q.ordered
+        return real(rg, dataclasses.replace(q, ordered=True), stop)
+
+    monkeypatch.setattr(grep_rg, "search", sorted_search)
+    assert tools.run("grep", args) == unsorted
+    assert "x\ufffd.txt" in str(unsorted["text"])
+
+
+def test_path_order_is_ripgreps() -> None:
+    paths = [b"a.txt", b"a/b.txt", b"a-b.txt", b"B", b"a/a", b"\xff", b"z/\xc3\xa9"]
+    assert sorted(paths, key=path_order) == [
+        b"B",
+        b"a/a",
+        b"a/b.txt",
+        b"a-b.txt",
+        b"a.txt",
+        b"z/\xc3\xa9",
+        b"\xff",
+    ]

@@ -189,6 +189,9 @@ def _query(ctx: Context, args: dict[str, object]) -> Query:
         before=max(get_int(args, "-B"), context),
         after=max(get_int(args, "-A"), context),
         files_only=args["output_mode"] == "files_with_matches",
+        # Only content mode pages the stream as it comes; the other two modes
+        # put their entries in order here (``run``).
+        ordered=args["output_mode"] == "content",
     )
 
 
@@ -226,6 +229,7 @@ def run(ctx: Context, raw: dict[str, object], cancel: threading.Event) -> ToolRe
 
     pager = _Pager(offset, limit)
     found: list[str] = []
+    counted: list[tuple[tuple[bytes, ...] | None, str]] = []
     matches = 0
     previous: tuple[str, int] | None = None
     engine = engine_name(ctx.grep_engine)
@@ -236,7 +240,7 @@ def run(ctx: Context, raw: dict[str, object], cancel: threading.Event) -> ToolRe
             file_matches = sum(1 for h in file_hits.hits if h.is_match)
             matches += file_matches
             if mode == "count":
-                pager.add(f"{file_hits.path}:{file_matches}")
+                counted.append((file_hits.order, f"{file_hits.path}:{file_matches}"))
             elif mode == "content":
                 for hit in file_hits.hits:
                     sep = ":" if hit.is_match else "-"
@@ -304,6 +308,12 @@ def run(ctx: Context, raw: dict[str, object], cancel: threading.Event) -> ToolRe
             next_offset=None,
             **fields,
         )
+    if mode == "count":
+        if counted[0][0] is not None:
+            # Path order, as a sorted search would have streamed them.
+            counted.sort(key=lambda item: item[0] or ())
+        for _, entry in counted:
+            pager.add(entry)
     if mode == "files_with_matches":
         dated = []
         for path in found:

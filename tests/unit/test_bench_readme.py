@@ -1,0 +1,39 @@
+"""The README's benchmark block is the rendering of the results file it names."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bench import markdown
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_readme_quotes_one_committed_run_exactly() -> None:
+    found = markdown.block_in((ROOT / "README.md").read_text())
+    assert found is not None, "README.md has no generated bench block"
+    path, written = found
+    results = json.loads((ROOT / path).read_text())
+    assert written == markdown.render(results, path), (
+        f"README's bench block differs from {path}; regenerate it with "
+        f"python -m bench.markdown {path}"
+    )
+
+
+def test_block_marks_every_missed_target() -> None:
+    results = {
+        "meta": {"started": "t", "host": "h"},
+        "ops": {"read 1 KiB": {"sandboxd": {"p50": 2.0}, "swe-rex execute": {"p50": 4.0}}},
+        "targets": [
+            {"name": "a", "value": 2.0, "limit": 1.0, "unit": "ms", "higher_is_better": False,
+             "passed": False},
+            {"name": "b", "value": 5000.0, "limit": 3000.0, "unit": "calls/s",
+             "higher_is_better": True, "passed": True},
+        ],
+    }  # fmt: skip
+    text = markdown.render(results, "x.json")
+    assert "- **MISS** a: 2 ≤ 1 ms" in text
+    assert "- PASS b: 5,000 ≥ 3,000 calls/s" in text
+    assert "| read 1 KiB | 2.00 | 4.00 | 0.50x | - |" in text
+    assert markdown.block_in("intro\n" + text + "\nrest") == ("x.json", text)
