@@ -12,7 +12,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
-from sandboxd.executor import identity
+from sandboxd.executor import identity, vspawn
 
 Target = int | IO[Any] | None
 
@@ -49,12 +49,16 @@ def spawn(
         # threads). A tiny interpreter takes the terminal, then execs.
         argv = [sys.executable, "-I", "-S", "-c", _TAKE_TERMINAL, *argv]
     user = identity.active()
+    popen: type[subprocess.Popen[bytes]] = subprocess.Popen
     if user is not None:
         # The fork copies this thread's credentials: it must already act as
         # the user, so the child's chdir and exec are checked with its rights
         # and the id change below needs no capability.
         identity.become_user()
-    return subprocess.Popen(
+        if terminal is None and vspawn.setpriv() is not None and vspawn.runnable(argv[0], env):
+            # No fork of the executor: setpriv makes the same child (vspawn).
+            popen = vspawn.UserPopen
+    return popen(
         list(argv),
         cwd=cwd,
         env=None if env is None else dict(env),

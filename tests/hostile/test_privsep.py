@@ -4,6 +4,8 @@ gVisor alike (issue 15, "forged tool results")."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from runtime_client import PermissionDenied, Sandbox
@@ -83,8 +85,9 @@ async def test_bash_state_is_not_the_workloads_to_forge(box: Sandbox) -> None:
         box,
         "for n in $(ls /proc/$$/fd); do "
         'case "$(readlink /proc/$$/fd/$n)" in *bash-state*) '
-        "printf 'sbx1\\0/workspace\\0BASH_ENV=/workspace/evil.sh\\0ENV=/workspace/evil.sh\\0"
-        "LD_PRELOAD=/workspace/x.so\\0' >&$n;; esac; done; export KEPT=yes",
+        'printf \'\\0sbx2\\0/workspace\\0declare -x BASH_ENV="/workspace/evil.sh"\\n'
+        'declare -x ENV="/workspace/evil.sh"\\ndeclare -x LD_PRELOAD="/workspace/x.so"\\n\' '
+        ">&$n;; esac; done; export KEPT=yes",
     )
     text = await _sh(box, 'echo real $KEPT; [ -z "$BASH_ENV$LD_PRELOAD" ] && echo clean')
     assert text == "real yes\nclean\n\nExit code: 0", text
@@ -114,3 +117,43 @@ async def test_root_files_stay_closed_to_the_tools(box: Sandbox) -> None:
         await box.read_file("/etc/shadow")
     grep = await box.grep("root", path="/etc/shadow")
     assert "root:" not in grep.text, grep.text
+
+
+#: What a bash call's shell is made with: ids, groups, capabilities, session,
+#: descriptors, ignored signals, umask. Printed by the shell itself ($$).
+_CHILD_PROBE = (
+    "grep -E '^(Uid|Gid|Groups|Cap(Inh|Prm|Eff|Amb|Bnd)|NoNewPrivs|SigIgn):' "
+    "/proc/self/status; read -r -a st < /proc/$$/stat; "
+    'echo "pgid=$(( st[4] == $$ )) sid=$(( st[5] == $$ ))"; umask; pwd; '
+    "ls -l /proc/$$/fd"
+)
+
+
+async def test_bash_shell_is_made_as_the_user_and_nothing_more(box: Sandbox) -> None:
+    """The shell started without forking the executor (``executor.vspawn``:
+    posix_spawn of setpriv) has exactly what the forked one had."""
+    await box.call_tool("bash", {"command": "mkdir -p sub"})
+    for workdir in ("sub", None):  # a spawn in the call, then a shell started ahead
+        args = {"command": _CHILD_PROBE, **({"workdir": workdir} if workdir else {})}
+        text = (await box.call_tool("bash", args)).text
+        fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+        assert fields["Uid"].split() == ["1000"] * 4, text
+        assert fields["Gid"].split() == ["1000"] * 4, text
+        assert fields["Groups"].strip() == "", text
+        assert "CapPrm" in fields and "CapEff" in fields, text
+        for cap in ("CapInh", "CapPrm", "CapEff", "CapAmb"):  # gVisor shows no CapAmb
+            assert fields.get(cap, "0").strip("\t 0") == "", text
+        # The container's bounding set (SETUID, SETGID, KILL), inherited as by a fork.
+        assert fields["CapBnd"].strip() == "00000000000000e0", text
+        assert fields.get("NoNewPrivs", "1").strip() == "1", text
+        # No signal a program can use is ignored (32 and 33 are glibc's own; gVisor shows none).
+        assert int(fields.get("SigIgn", "0").strip(), 16) & ~(0b11 << 31) == 0, text
+        lines = text.splitlines()
+        assert "pgid=1 sid=1" in lines and "0022" in lines, text
+        assert ("/workspace/sub" if workdir else "/workspace") in lines, text
+        fds = dict(re.findall(r" (\d+) -> (.*)$", text, re.M))
+        assert sorted(fds, key=int)[:3] == ["0", "1", "2"] and len(fds) == 4, text
+        assert fds["0"] == "/dev/null" and fds["1"].startswith("pipe:"), text
+        assert fds["1"] == fds["2"], text
+        state = [link for fd, link in fds.items() if int(fd) > 2]
+        assert state[0].startswith("/memfd:bash-state"), text

@@ -35,7 +35,6 @@ import re
 import select
 import shlex
 import signal
-import string
 import subprocess
 import threading
 import time
@@ -43,6 +42,7 @@ from typing import BinaryIO
 
 from .. import identity, logs
 from ..spawn import spawn
+from . import bashstate
 from .args import Param, ToolSpec, get_bool, get_int, get_opt_str, get_str, parse
 from .jobs import Job, Jobs
 from .locks import FifoLock
@@ -101,26 +101,17 @@ DRAIN_MAX = 2.0
 
 BASE_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "TERM": "dumb"}
 
-# Every variable name, by first character, with builtins only: saving the
-# state must not fork (a pipeline would, and under a fork bomb bash retries a
-# failed fork for seconds before the call can end).
-_ALL_NAMES = " ".join("${!" + first + "*}" for first in string.ascii_letters + "_")
-
 # The per-call script is one line, passed inline (never read from a file the
 # workload could rewrite), so that bash reports errors in the model's command
 # with the command's own line numbers ("bash: line 1: ...") as a plain
 # ``bash -c`` would. Its EXIT trap (which bash also runs on SIGTERM) writes
-# the shell's working directory and exported variables as NUL-separated data
-# to the descriptor named by $2, an anonymous file the executor reads and
-# parses after the call (``parse_state``): state is data, never code. The
+# the shell's working directory and exported variables (``bashstate``) to the
+# descriptor named by $2, an anonymous file the executor reads and parses
+# after the call (``bashstate.parse_state``): state is data, never code. The
 # exit status is the command's own.
 _ONE_LINE = (
     "__sbx_cmd=$1 __sbx_fd=$2; shift 2; "
-    "trap '__sbx_rc=$?; trap - EXIT; set +eu; "
-    '{ printf "sbx1\\0%s\\0" "$PWD"; for __sbx_n in ' + _ALL_NAMES + "; do "
-    '[[ ${!__sbx_n@a} == *x* ]] && printf "%s=%s\\0" "$__sbx_n" "${!__sbx_n-}"; '
-    'done; } >&"$__sbx_fd" 2>/dev/null; '
-    "exit $__sbx_rc' EXIT; "
+    "trap '__sbx_rc=$?; trap - EXIT; set +eu; " + bashstate.SAVE + "exit $__sbx_rc' EXIT; "
     'eval "$__sbx_cmd"'
 )
 _BACKGROUND = 'eval "$1"'
@@ -139,40 +130,6 @@ _READY_LINE = _READY_PREFIX + _ONE_LINE.replace(
     "__sbx_cmd=$1 __sbx_fd=$2; shift 2; ", "__sbx_fd=$1; shift; ", 1
 )
 assert _READY_LINE != _READY_PREFIX + _ONE_LINE
-
-#: The state the trap reports is bounded; anything past it is ignored.
-MAX_STATE_BYTES = 1 << 20
-_STATE_MAGIC = b"sbx1"
-_NAME = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
-#: Never carried to the next call: the shell's own bookkeeping, and the
-#: variables that make bash or the dynamic loader run code before the
-#: command does (any process of the call holds the state descriptor and could
-#: report them; see SECURITY.md, "Bash state").
-_NOT_KEPT = frozenset(
-    {"PWD", "OLDPWD", "SHLVL", "_", "BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "PS4",
-     "BASH_XTRACEFD", "PROMPT_COMMAND", "LD_PRELOAD", "LD_AUDIT"}
-)  # fmt: skip
-
-
-def parse_state(blob: bytes) -> tuple[str, dict[str, str]] | None:
-    """The (cwd, exported variables) a call's EXIT trap reported, or None.
-
-    Whatever the workload wrote is untrusted: malformed entries are skipped.
-    """
-    parts = blob[:MAX_STATE_BYTES].split(b"\0")
-    if len(parts) < 3 or parts[0] != _STATE_MAGIC or not parts[1].startswith(b"/"):
-        return None
-    env: dict[str, str] = {}
-    for item in parts[2:-1]:
-        name, sep, value = item.partition(b"=")
-        if not sep or not _NAME.fullmatch(name):
-            continue
-        key = name.decode("ascii")
-        if key in _NOT_KEPT or key.startswith("__sbx_"):
-            continue
-        env[key] = value.decode("utf-8", "surrogateescape")
-    return parts[1].decode("utf-8", "surrogateescape"), env
-
 
 _QUOTED = re.compile(r"'[^']*'|\"(?:\\.|[^\"\\])*\"")
 _SEPARATORS = re.compile(r"\|\||&&|[;|&\n]")
@@ -393,7 +350,7 @@ class Shell:
 
     def _keep_state(self, state_fd: int, *, save_cwd: bool) -> None:
         size = os.fstat(state_fd).st_size
-        state = parse_state(os.pread(state_fd, min(size, MAX_STATE_BYTES), 0))
+        state = bashstate.parse_state(os.pread(state_fd, min(size, bashstate.MAX_STATE_BYTES), 0))
         if state is None:
             return  # the command replaced the shell (exec) or removed the trap
         cwd, env = state

@@ -1,0 +1,129 @@
+"""``executor.vspawn``: a child started by posix_spawn of setpriv is the child
+Popen's fork made (ids, session, descriptors, signals, folder, environment).
+
+Here the ids are the test's own (setpriv may always set the ids one has); the
+sandbox user's are checked in the Docker tier (tests/hostile/test_privsep.py).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from sandboxd.executor import vspawn
+
+pytestmark = pytest.mark.skipif(vspawn.setpriv() is None, reason="no setpriv on this host")
+
+PROBE = (
+    "grep -E '^(Uid|Gid|Groups|Cap[A-Za-z]+|NoNewPrivs|Sig(Blk|Ign)):' /proc/$$/status; "
+    "read -r -a st < /proc/$$/stat; "
+    'echo "pgid=$(( st[4] == $$ )) sid=$(( st[5] == $$ ))"; umask; pwd; echo "$0 $1 [$A]"; '
+    "ls -l /proc/$$/fd"
+)
+
+
+def _run(cls: type[subprocess.Popen[bytes]], folder: Path, *, session: bool) -> str:
+    kept = os.memfd_create("kept", os.MFD_CLOEXEC)
+    # Open but not passed: must not reach the child.
+    stray = os.open(os.devnull, os.O_RDONLY)
+    os.set_inheritable(stray, True)
+    try:
+        proc = cls(
+            ["bash", "-c", PROBE, "name", str(kept)],
+            cwd=str(folder),
+            env={"PATH": os.environ.get("PATH", os.defpath), "A": "b c"},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=session,
+            close_fds=True,
+            pass_fds=(kept,),
+            user=os.getuid(),
+            group=os.getgid(),
+        )
+        out, _ = proc.communicate(timeout=30)
+    finally:
+        os.close(kept)
+        os.close(stray)
+    assert proc.returncode == 0, out
+    return out.decode()
+
+
+def _in_thread(mask: set[signal.Signals], run: Callable[[], str]) -> str:
+    """``run`` on a fresh thread whose signal mask is exactly ``mask``."""
+    out: list[str] = []
+
+    def body() -> None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        out.append(run())
+
+    thread = threading.Thread(target=body)
+    thread.start()
+    thread.join()
+    assert out, "the spawn failed on its thread"
+    return out[0]
+
+
+@pytest.mark.parametrize("session", [True, False])
+def test_same_child_as_popen(tmp_path: Path, session: bool) -> None:
+    # Both from a thread that blocks nothing (as the executor's threads), so
+    # neither inherits whatever the test runner's thread blocks.
+    forked = _in_thread(set(), lambda: _run(subprocess.Popen, tmp_path, session=session))
+    spawned = _in_thread(set(), lambda: _run(vspawn.UserPopen, tmp_path, session=session))
+    # glibc's posix_spawn leaves its own internal signals (32, 33) ignored in
+    # the child; no program can use them (SIGRTMIN is 34).
+    internal = 0b11 << 31
+
+    def masked(text: str) -> list[str]:
+        out = []
+        for line in text.splitlines():
+            if line.startswith("SigIgn:"):
+                line = f"SigIgn: {int(line.split()[1], 16) & ~internal:x}"
+            # Pipes and the listing's date differ between two runs.
+            line = re.sub(r"^.* (\d+ -> )", r"\1", line)
+            out.append(re.sub(r"pipe:\[\d+\]|/proc/\d+/", "N", line))
+        return out
+
+    assert masked(spawned) == masked(forked)
+    assert f"pgid={int(session)} sid={int(session)}" in spawned
+    assert f"{tmp_path}" in spawned.splitlines() and "name" in spawned and "[b c]" in spawned
+    fds = dict(re.findall(r" (\d+) -> (.*)$", spawned, re.M))
+    assert sorted(fds, key=int)[:3] == ["0", "1", "2"], spawned
+    assert fds["0"] == "/dev/null" and fds["1"] == fds["2"], spawned
+    assert "/memfd:kept (deleted)" in fds.values() and os.devnull not in list(fds.values())[1:]
+
+
+def test_spawn_errors_are_raised_like_popens(tmp_path: Path) -> None:
+    missing = tmp_path / "gone"
+    with pytest.raises(FileNotFoundError) as err:
+        vspawn.UserPopen(["true"], cwd=str(missing), user=os.getuid(), group=os.getgid())
+    assert err.value.filename == str(missing)
+
+
+def test_runnable_checks_the_program(tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.write_text("not a program")
+    assert vspawn.runnable("bash", None)
+    assert not vspawn.runnable("no-such-program-sbx", None)
+    assert not vspawn.runnable(str(plain), None)
+    assert not vspawn.runnable(str(tmp_path), None)
+
+
+def test_child_blocks_no_signal_whatever_the_caller_blocks(tmp_path: Path) -> None:
+    # Popen's child would inherit SIGTERM blocked here and outlive a timeout's
+    # SIGTERM; the spawned child starts with an empty mask.
+    spawned = _in_thread(
+        {signal.SIGTERM, signal.SIGINT},
+        lambda: _run(vspawn.UserPopen, tmp_path, session=True),
+    )
+    blocked = re.search(r"^SigBlk:\s*([0-9a-f]+)$", spawned, re.M)
+    assert blocked is not None, spawned
+    mask = int(blocked.group(1), 16)
+    assert not mask & (1 << (signal.SIGTERM - 1)) and not mask & (1 << (signal.SIGINT - 1)), spawned
