@@ -253,7 +253,7 @@ class DockerWorkspace:
         """Move to the executor's unix socket if possible; else keep ``attached``."""
         try:
             channel = await self._open_direct(attached, hello)
-        except DirectUnavailable as exc:
+        except (DirectUnavailable, OSError) as exc:  # fallback, never failure
             _fallback(self._instance_id, str(exc))
             self.channel_kind = "attach"
             metrics.executor_channel("attach")
