@@ -10,7 +10,11 @@ machine hits both alike:
   the container's containerd-shim, the executor), from ``/proc``, A and B
   alternating twice;
 - 8 workspaces per channel, 8 concurrent callers each, read calls per second
-  (alternating A, B, A, B).
+  (alternating A, B, A, B);
+- the whole tools path: two ``sandboxd serve`` children (``--direct-channel
+  true`` / ``false``), p50 of the same three tools over gRPC from this
+  process (alternating slices), and 8 sandboxes x 4 callers of read 1 KiB
+  and 8 x 2 of bash true, as ``bench.run``'s throughput (alternating twice).
 
 Results go to ``bench/results/channel-ab-<timestamp>.json``.
 """
@@ -27,10 +31,12 @@ from pathlib import Path
 from typing import Any
 
 from bench import fixtures as fx
+from bench import scenarios
 from bench.profile import _cpu_ticks, _executor_pid, _pids_named
 from bench.resources import Resources
 from bench.stats import time_interleaved
-from bench.subjects import TOOL_OPS
+from bench.subjects import TOOL_OPS, SandboxdSubject
+from runtime_client import GrpcSandboxFactory, Sandbox
 from sandboxd.backends.docker import DockerBackend
 from sandboxd.backends.docker_workspace import DockerWorkspace
 from sandboxd.config import Settings
@@ -119,6 +125,54 @@ async def _throughput(workspaces: list[DockerWorkspace], seconds: float) -> floa
     return done / seconds
 
 
+async def measure_grpc(res: Resources, quick: bool) -> dict[str, Any]:
+    warmup, n = (10, 60) if quick else (30, 300)
+    seconds = 3.0 if quick else 6.0
+    daemons = {
+        kind: res.start_daemon(
+            "--direct-channel", str(direct).lower(), "--pool-size", "0", suffix=f"-g{kind[0]}"
+        )
+        for kind, direct in KINDS.items()
+    }  # fmt: skip
+    out: dict[str, Any] = {}
+    async with (
+        GrpcSandboxFactory(daemons["direct"].target) as direct_factory,
+        GrpcSandboxFactory(daemons["attach"].target) as attach_factory,
+    ):
+        factories = {"direct": direct_factory, "attach": attach_factory}
+        sandboxes: dict[str, list[Sandbox]] = {kind: [] for kind in KINDS}
+        for kind, factory in factories.items():
+            log(f"gRPC: 8 sandboxes on a daemon with {kind}")
+            for i in range(8):
+                sandbox = await factory.create_sandbox(f"g{i}")
+                await SandboxdSubject(sandbox).setup()
+                sandboxes[kind].append(sandbox)
+        ops = {kind: SandboxdSubject(sandboxes[kind][0]).ops() for kind in KINDS}
+        p50: dict[str, dict[str, float]] = {}
+        for op in OPS:
+            row = await time_interleaved({kind: (ops[kind][op], warmup, n) for kind in KINDS})
+            p50[op] = {kind: round(v.p50, 4) for kind, v in row.items()}
+            log(f"  gRPC {op:<12} " + "  ".join(f"{k} {v:.3f} ms" for k, v in p50[op].items()))
+        out["tools_p50_ms"] = p50
+        rates: dict[str, dict[str, list[float]]] = {"file": {}, "bash": {}}
+        for _ in range(2):
+            for kind in KINDS:
+                for name, tool, args, callers in (
+                    ("file", *TOOL_OPS["read 1 KiB"], 4),
+                    ("bash", *TOOL_OPS["bash true"], 2),
+                ):
+                    got = await scenarios.throughput(
+                        sandboxes[kind], tool=tool, args=args, callers=callers, seconds=seconds
+                    )
+                    rates[name].setdefault(kind, []).append(got["calls_per_s"])
+                    log(f"  gRPC 8 sandboxes {name} calls/s {kind}: {got['calls_per_s']}")
+        out["throughput_calls_per_s"] = rates
+        for kind in KINDS:
+            for sandbox in sandboxes[kind]:
+                await sandbox.delete()
+    return out
+
+
 async def measure(res: Resources, quick: bool) -> dict[str, Any]:
     warmup, n = (10, 60) if quick else (30, 300)
     cpu_calls = 500 if quick else 2000
@@ -144,6 +198,8 @@ async def measure(res: Resources, quick: bool) -> dict[str, Any]:
                 await workspace.call(
                     "tool", {"name": "bash", "args": {"command": fx.setup_shell()}}
                 )
+                for path in (fx.READ_FILE, fx.WRITE_FILE):  # the read guard
+                    await workspace.call("tool", {"name": "read", "args": {"file_path": path}})
         p50: dict[str, dict[str, float]] = {}
         for op in OPS:
             row = await time_interleaved(
@@ -167,6 +223,7 @@ async def measure(res: Resources, quick: bool) -> dict[str, Any]:
     finally:
         for backend in backends:
             await backend.close()
+    out["grpc"] = await measure_grpc(res, quick)
     out["meta"]["loadavg_at_end"] = os.getloadavg()
     return out
 

@@ -92,8 +92,10 @@ def connect(
         except OSError as exc:
             raise DirectUnavailable(f"cannot connect to {target}: {exc}") from None
         _check_peer(sock, container_pid, executor_pid)
-        sock.settimeout(None)
         sock.setblocking(False)
+    except OSError as exc:
+        sock.close()
+        raise DirectUnavailable(f"the socket failed: {exc}") from None
     except BaseException:
         sock.close()
         raise

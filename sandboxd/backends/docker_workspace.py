@@ -25,7 +25,7 @@ import docker.errors
 from docker.models.containers import Container
 
 from sandboxd.backends.channel import ExecutorChannel
-from sandboxd.backends.docker_attach import DemuxedStdout, _widen, open_attach
+from sandboxd.backends.docker_attach import DemuxedStdout, open_attach, widen
 from sandboxd.backends.docker_direct import DirectUnavailable, SocketSource, connect
 from sandboxd.config import Settings
 from sandboxd.errors import SandboxdError, SandboxUnavailable
@@ -65,6 +65,9 @@ class DockerWorkspace:
         self._run = run
         self._channel: ExecutorChannel | None = None
         self._stdout: DemuxedStdout | None = None
+        #: On the direct channel: the attach stream, kept only for the
+        #: executor's stderr (its log lines); no call goes over it.
+        self._logs: ExecutorChannel | None = None
         #: "direct" or "attach" while connected (docker_direct), else None.
         self.channel_kind: str | None = None
         self._connecting = asyncio.Lock()
@@ -92,8 +95,9 @@ class DockerWorkspace:
         except docker.errors.NotFound:
             raise SandboxUnavailable("the pooled container disappeared") from None
         self._instance_id = instance_id
-        if self._channel is not None:
-            self._channel.name = instance_id
+        for channel in (self._channel, self._logs):
+            if channel is not None:
+                channel.name = instance_id
 
     async def call(self, op: str, args: Mapping[str, Any]) -> dict[str, Any]:
         with self._busy():
@@ -125,9 +129,7 @@ class DockerWorkspace:
         async with self._connecting:
             if self.in_flight or not self.idle_expired(time.monotonic()):
                 return
-            if self._channel is not None:
-                await self._channel.close()
-                self._channel = None
+            await self._drop_channel()
             with contextlib.suppress(docker.errors.NotFound):
                 await self._run(self._container.stop, timeout=5)
             self.parked = True
@@ -139,15 +141,11 @@ class DockerWorkspace:
 
     async def disconnect(self) -> None:
         async with self._connecting:
-            if self._channel is not None:
-                await self._channel.close()
-                self._channel = None
+            await self._drop_channel()
 
     async def restart(self) -> None:
         async with self._connecting:
-            if self._channel is not None:
-                await self._channel.close()
-                self._channel = None
+            await self._drop_channel()
             with contextlib.suppress(docker.errors.NotFound, SandboxdError):
                 await self._run(self._container.kill)
             with contextlib.suppress(docker.errors.NotFound, SandboxdError):
@@ -162,14 +160,18 @@ class DockerWorkspace:
         async with self._connecting:
             if self._channel is not None and not self._channel.closed:
                 return self._channel
-            if self._channel is not None:
-                await self._channel.close()
-                self._channel = None
+            await self._drop_channel()
             self._channel = await self._connect()
             self.parked = False
             return self._channel
 
     # ------------------------------------------------------------ internals
+
+    async def _drop_channel(self) -> None:
+        for channel in (self._channel, self._logs):
+            if channel is not None:
+                await channel.close()
+        self._channel = self._logs = None
 
     def _hello_args(self) -> dict[str, Any]:
         return {
@@ -251,16 +253,15 @@ class DockerWorkspace:
         """Move to the executor's unix socket if possible; else keep ``attached``."""
         try:
             channel = await self._open_direct(attached, hello)
-        except DirectUnavailable as exc:
+        except (DirectUnavailable, OSError) as exc:  # fallback, never failure
             _fallback(self._instance_id, str(exc))
             self.channel_kind = "attach"
             metrics.executor_channel("attach")
             return attached
-        # The executor answers the channel that said hello last: the attach
-        # stream is not needed any more (the container's stdin stays open:
-        # StdinOnce is off, see backends.docker).
-        await attached.close()
-        self._stdout = None
+        # The executor answers the channel that said hello last, so nothing
+        # but its stderr (log lines, rare) comes over the attach stream now:
+        # kept open for those, it costs dockerd nothing per call.
+        self._logs = attached
         self.channel_kind = "direct"
         metrics.executor_channel("direct")
         log.debug("workspace %s: executor channel: direct", self._instance_id)
@@ -284,7 +285,7 @@ class DockerWorkspace:
         except BaseException:
             sock.close()
             raise
-        _widen(writer)
+        widen(writer)
         channel = ExecutorChannel(
             SocketSource(reader),
             writer,

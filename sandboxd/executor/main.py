@@ -1,9 +1,11 @@
 """The executor's main loop inside a workspace container.
 
-Reads request lines from stdin (the Docker attach stream sandboxd holds),
-runs each on a worker thread so a long command never blocks a file read, and
-writes reply lines to stdout under one lock. Nothing a request carries can
-end this loop: every failure becomes an error reply.
+Reads request lines from stdin (the Docker attach stream sandboxd holds)
+and, with privilege separation, from the daemon's connections to its own
+unix socket (executor.direct); runs each on a worker thread so a long
+command never blocks a file read, and writes reply lines under one lock to
+the channel that last said hello. Nothing a request carries can end this
+loop: every failure becomes an error reply.
 """
 
 from __future__ import annotations
