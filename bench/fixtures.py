@@ -15,6 +15,13 @@ GREP_PATTERN = "needle_[0-9]+"
 GLOB_PATTERN = "**/*.py"
 
 TREE_1K = "tree1k"
+
+#: bash ``true`` again, each call after a pause: a model's calls come seconds
+#: apart, so the shell started ahead of a call is ready by then; back to back
+#: the call waits for it. Timed after ``PAUSE_S`` idle (the pause not counted).
+PACED_BASH = "bash true, 50 ms apart"
+PAUSE_S = {PACED_BASH: 0.05}
+
 TREE_10K = "tree10k"
 SMALL = "small"
 SMALL_FILES = 20

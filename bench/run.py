@@ -54,7 +54,7 @@ def log(message: str) -> None:
 
 
 def _counts(plan: Plan, subject: str, op: str) -> tuple[int, int]:
-    slow_op = op.startswith(("grep", "glob 1k"))
+    slow_op = op.startswith(("grep", "glob 1k")) or op in fx.PAUSE_S
     return plan.slow if subject == "raw exec" or slow_op else plan.fast
 
 
@@ -64,7 +64,7 @@ async def per_op(
     table: dict[str, dict[str, Summary]] = {}
     for op in subjects.TOOL_OPS:
         plan_op = {s: (ops[op], *_counts(plan, s, op)) for s, ops in subject_ops.items()}
-        row = table[op] = await time_interleaved(plan_op)
+        row = table[op] = await time_interleaved(plan_op, pause=fx.PAUSE_S.get(op, 0.0))
         log(f"  {op:<15} " + "  ".join(f"{s} p50 {v.p50:.3f} ms" for s, v in row.items()))
     return table
 

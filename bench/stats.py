@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import time
 from collections.abc import Awaitable, Callable
@@ -49,25 +50,27 @@ def summarize(seconds: list[float]) -> Summary:
     )
 
 
-async def samples(op: Op, n: int) -> list[float]:
-    """``n`` timed calls of ``op``, one at a time (seconds)."""
+async def samples(op: Op, n: int, *, pause: float = 0.0) -> list[float]:
+    """``n`` timed calls of ``op``, one at a time (seconds), each after ``pause`` idle."""
     out = []
     for _ in range(n):
+        if pause:
+            await asyncio.sleep(pause)
         start = time.perf_counter()
         await op()
         out.append(time.perf_counter() - start)
     return out
 
 
-async def time_op(op: Op, *, warmup: int, n: int) -> Summary:
+async def time_op(op: Op, *, warmup: int, n: int, pause: float = 0.0) -> Summary:
     """Run ``op`` ``warmup`` times untimed, then ``n`` times, one at a time."""
     for _ in range(warmup):
         await op()
-    return summarize(await samples(op, n))
+    return summarize(await samples(op, n, pause=pause))
 
 
 async def time_interleaved(
-    ops: dict[str, tuple[Op, int, int]], *, rounds: int = 10
+    ops: dict[str, tuple[Op, int, int]], *, rounds: int = 10, pause: float = 0.0
 ) -> dict[str, Summary]:
     """Like ``time_op`` for several subjects ``name -> (op, warmup, n)``, taken in
     ``rounds`` alternating slices, so a burst of load from elsewhere on the
@@ -79,5 +82,5 @@ async def time_interleaved(
     for i in range(rounds):
         for name, (op, _, n) in ops.items():
             share = n * (i + 1) // rounds - n * i // rounds
-            taken[name] += await samples(op, share)
+            taken[name] += await samples(op, share, pause=pause)
     return {name: summarize(values) for name, values in taken.items()}

@@ -85,6 +85,7 @@ async def main(config: dict[str, Any]) -> dict[str, Any]:
             "write 1 KiB": write,
             "edit 1 line": edit,
             "bash true": in_session("true"),
+            fx.PACED_BASH: in_session("true"),
             "grep 1k files": in_session(f"rg -l '{fx.GREP_PATTERN}' {fx.TREE_1K} >/dev/null"),
             "glob 1k files": in_session(f"rg --files -g '*.py' {fx.TREE_1K} >/dev/null"),
             "glob small dir": in_session(f"rg --files -g '*.py' {fx.SMALL} >/dev/null"),
@@ -113,6 +114,7 @@ async def main(config: dict[str, Any]) -> dict[str, Any]:
             "write 1 KiB": write,
             "edit 1 line": edit_executed,
             "bash true": executed("true"),
+            fx.PACED_BASH: executed("true"),
             "grep 1k files": executed(f"rg -l '{fx.GREP_PATTERN}' {fx.TREE_1K} >/dev/null"),
             "glob 1k files": executed(f"rg --files -g '*.py' {fx.TREE_1K} >/dev/null"),
             "glob small dir": executed(f"rg --files -g '*.py' {fx.SMALL} >/dev/null"),
@@ -121,9 +123,13 @@ async def main(config: dict[str, Any]) -> dict[str, Any]:
         results = {}
         results_execute = {}
         for name, op in ops.items():
-            warmup, n = slow if name.startswith(("grep", "glob 1k")) else fast
-            results[name] = (await time_op(op, warmup=warmup, n=n)).to_json()
-            results_execute[name] = (await time_op(execute_ops[name], warmup=warmup, n=n)).to_json()
+            paced = name in fx.PAUSE_S
+            warmup, n = slow if paced or name.startswith(("grep", "glob 1k")) else fast
+            pause = fx.PAUSE_S.get(name, 0.0)
+            results[name] = (await time_op(op, warmup=warmup, n=n, pause=pause)).to_json()
+            results_execute[name] = (
+                await time_op(execute_ops[name], warmup=warmup, n=n, pause=pause)
+            ).to_json()
 
         async def execute_true() -> None:
             await runtime.execute(Command(command=["true"]))

@@ -7,7 +7,8 @@
   container of the same image (its /workspace on the same kind of volume as
   sandboxd's: an ext4 disk image of the same size when the daemon gives
   workspaces disks, as it does by default; a plain volume otherwise);
-  DownloadTree vs ``docker cp`` out;
+  DownloadTree vs ``docker cp`` out; rounds interleaved, the first subject
+  alternating, host folders removed only after the last round;
 * ForkSandbox of a 100 MB workspace (p50);
 * a 1 GiB single-file Upload, in MB/s.
 """
@@ -21,7 +22,8 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +31,7 @@ import docker
 
 from runtime_client import GrpcSandboxFactory
 from sandboxd.backends import disk
+from sandboxd.errors import SandboxUnavailable
 
 TREE_FILES = 10_000
 TREE_BYTES = 100 * 10**6
@@ -50,10 +53,44 @@ def make_tree(root: Path) -> None:
     (root / "link").symlink_to("d00")
 
 
-def _docker_cp(source: str, dest: str) -> float:
-    started = time.perf_counter()
-    subprocess.run(["docker", "cp", source, dest], check=True, capture_output=True)
-    return time.perf_counter() - started
+async def _docker_cp(source: str, dest: str) -> None:
+    await asyncio.to_thread(
+        subprocess.run, ["docker", "cp", source, dest], check=True, capture_output=True
+    )
+
+
+#: The downloads' own filesystem: 3 rounds x 2 subjects x 100 MB, with room.
+DEST_BYTES = 2 << 30
+
+
+def _mount_destination(scratch: Path) -> tuple[Path, Path | None]:
+    """A fresh ext4 (with a journal, like most hosts' disks) mounted for both
+    subjects' downloads, or the scratch folder where loop devices are not
+    available. Measured here: on the host's journal-less ext4, creating files
+    within minutes of anyone's mass delete skips the recently deleted inodes
+    one by one, so every round's time depended on what other processes had
+    just removed (the same run's rounds ranged 1-6 s)."""
+    folder = scratch / "downloads"
+    folder.mkdir()
+    try:
+        image, device = disk.create(scratch / "disks", "downloads", DEST_BYTES, uid=os.getuid())
+    except SandboxUnavailable as exc:
+        log(f"  downloads on the host's disk ({exc})")
+        return folder, None
+    try:
+        subprocess.run(["mount", device, str(folder)], check=True, capture_output=True)
+    except (OSError, subprocess.CalledProcessError) as exc:
+        disk.remove(image)
+        log(f"  downloads on the host's disk (mount: {exc})")
+        return folder, None
+    return folder, image
+
+
+def _unmount_destination(folder: Path, image: Path | None) -> None:
+    if image is not None:
+        subprocess.run(["umount", str(folder)], check=False, capture_output=True)
+        disk.remove(image)
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 async def _gib() -> AsyncIterator[bytes]:
@@ -100,6 +137,12 @@ async def measure(
         if disk_limit.enforced
         else "plain Docker volumes (sandboxd and docker cp peer)"
     }
+    dest, dest_image = await asyncio.to_thread(_mount_destination, scratch)
+    results["downloads"] = (
+        f"a fresh ext4 of {DEST_BYTES >> 20} MiB with a journal (both subjects)"
+        if dest_image is not None
+        else "the host's disk (both subjects)"
+    )
     try:
         async with GrpcSandboxFactory(target) as factory:
             box = await factory.create_sandbox("transfer")
@@ -108,30 +151,44 @@ async def measure(
             down: list[float] = []
             cp_down: list[float] = []
             for n in range(rounds):
-                # Interleaved, into fresh folders, so load drifts hit both alike.
-                started = time.perf_counter()
-                await box.upload_tree(tree, f"up{n}")
-                up.append(time.perf_counter() - started)
-                cp_up.append(
-                    await asyncio.to_thread(_docker_cp, f"{tree}/.", f"{peer.id}:/workspace/up{n}")
-                )
-                out = scratch / f"down{n}"
-                started = time.perf_counter()
-                await box.download_tree(f"up{n}", out)
-                down.append(time.perf_counter() - started)
-                cp_down.append(
-                    await asyncio.to_thread(
-                        _docker_cp, f"{peer.id}:/workspace/up{n}", str(scratch / f"cp{n}")
-                    )
-                )
-                await asyncio.to_thread(shutil.rmtree, out)
-                await asyncio.to_thread(shutil.rmtree, scratch / f"cp{n}")
-                if n:
-                    await box.remove(f"up{n}", recursive=True)
+                # Interleaved, the first subject alternating, into fresh folders,
+                # so load drifts hit both alike. Nothing is deleted until every
+                # round is done: on an ext4 without a journal (this host's) the
+                # first extraction after a mass delete skips the recently
+                # deleted inodes one by one (seconds per 10,000 files), so
+                # removing round N's folders made whoever went first in round
+                # N+1 pay for both subjects' deletes.
+                ups: list[tuple[list[float], Callable[[], Awaitable[Any]]]] = [
+                    (up, partial(box.upload_tree, tree, f"up{n}")),
+                    (cp_up, partial(_docker_cp, f"{tree}/.", f"{peer.id}:/workspace/up{n}")),
+                ]
+                downs: list[tuple[list[float], Callable[[], Awaitable[Any]]]] = [
+                    (down, partial(box.download_tree, f"up{n}", dest / f"down{n}")),
+                    (
+                        cp_down,
+                        partial(_docker_cp, f"{peer.id}:/workspace/up{n}", f"{dest}/cp{n}"),
+                    ),
+                ]
+                if n % 2:
+                    ups.reverse()
+                    downs.reverse()
+                for times, step in [*ups, *downs]:
+                    started = time.perf_counter()
+                    await step()
+                    times.append(time.perf_counter() - started)
                 log(
-                    f"  tree round {n}: up {up[-1]:.2f} s vs docker cp {cp_up[-1]:.2f} s; "
+                    f"  tree round {n} ({'docker cp' if n % 2 else 'sandboxd'} first): "
+                    f"up {up[-1]:.2f} s vs docker cp {cp_up[-1]:.2f} s; "
                     f"down {down[-1]:.2f} s vs docker cp {cp_down[-1]:.2f} s"
                 )
+            await asyncio.to_thread(_unmount_destination, dest, dest_image)
+            dest_image = None
+            for n in range(1, rounds):  # the fork below measures a 100 MB workspace
+                await box.remove(f"up{n}", recursive=True)
+            results["tree_rounds_s"] = {
+                "upload": up, "upload_docker_cp": cp_up,
+                "download": down, "download_docker_cp": cp_down,
+            }  # fmt: skip
             results["tree_upload_s"] = statistics.median(up)
             results["tree_upload_docker_cp_s"] = statistics.median(cp_up)
             results["tree_download_s"] = statistics.median(down)
@@ -165,6 +222,7 @@ async def measure(
             log(f"  1 GiB download: {results['download_1gib_mb_s']:.0f} MB/s")
             await box.delete()
     finally:
+        await asyncio.to_thread(_unmount_destination, dest, dest_image)
         peer.remove(force=True)
         volume.remove(force=True)
         if peer_image is not None:
@@ -204,6 +262,7 @@ def render(transfer: dict[str, Any]) -> str:
             f"  1 GiB upload   {t['upload_1gib_mb_s']:.0f} MB/s; download "
             f"{t['download_1gib_mb_s']:.0f} MB/s",
             f"  volumes        {t.get('volumes', '?')}",
+            f"  downloads to   {t.get('downloads', '?')}",
         ]
     )
 

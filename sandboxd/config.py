@@ -128,6 +128,13 @@ class Settings(BaseSettings):
     idle_check_interval_s: float = Field(
         5.0, gt=0, description="how often idle workspaces are looked for"
     )
+    direct_channel: bool = Field(
+        True,
+        description="talk to each executor over a unix socket inside its container, reached "
+        "through /proc/<pid>/root, instead of through Docker's attach stream (faster); "
+        "falls back to the attach stream where that is not possible (gVisor, a daemon "
+        "without the host's pid namespace)",
+    )
     start_timeout_s: float = Field(60.0, gt=0, description="container start to executor ready")
     drain_seconds: float = Field(
         30.0, ge=0, description="on SIGTERM, how long in-flight calls may finish"

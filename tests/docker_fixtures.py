@@ -12,8 +12,9 @@ import contextlib
 import os
 import secrets
 import subprocess
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import docker
 import docker.errors
@@ -21,7 +22,12 @@ import pytest
 
 from runtime_client import GrpcSandboxFactory
 from sandboxd.backends import disk, labels
+from sandboxd.models import Runtime, SandboxOptions
 from tests.helpers import TEST_DISK_BYTES, Daemon
+
+if TYPE_CHECKING:
+    from sandboxd.backends.docker import DockerBackend
+    from sandboxd.backends.docker_workspace import DockerWorkspace
 
 IMAGE = os.environ.get("SANDBOXD_IMAGE", "sandboxd-workspace:latest")
 RUN_PREFIX = f"t{secrets.token_hex(3)}"
@@ -183,3 +189,50 @@ def instance_id(request: pytest.FixtureRequest) -> str:
 
 def container_name(namespace: str, instance_id: str) -> str:
     return labels.resource_name(namespace, instance_id)
+
+
+OpenWorkspace = Callable[..., Awaitable["DockerWorkspace"]]
+
+
+@pytest.fixture
+async def open_workspace(
+    docker_client: docker.DockerClient, tmp_path: Path
+) -> AsyncIterator[OpenWorkspace]:
+    """Running workspaces of an in-process DockerBackend, for tests that look at
+    its internals (``open_workspace(runtime, **settings)``); removed at the end."""
+    # In-process backend modules only where a test asks for them.
+    from sandboxd.backends.docker import DockerBackend
+    from sandboxd.config import Settings
+    from sandboxd.options import effective
+
+    made: list[tuple[DockerBackend, str]] = []
+    backends: list[DockerBackend] = []
+
+    async def open_one(runtime: Runtime = Runtime.RUNC, **overrides: object) -> DockerWorkspace:
+        settings = Settings.model_validate(
+            {
+                "namespace": f"{RUN_PREFIX}-ws-{secrets.token_hex(2)}",
+                "image": IMAGE,
+                "pool_size": 0,
+                "disk_bytes": 0,
+                "disk_dir": tmp_path / "disks",
+                **overrides,
+            }
+        )
+        backend = DockerBackend(settings)
+        await backend.start()
+        backends.append(backend)
+        instance_id = f"ws-{secrets.token_hex(3)}"
+        options = SandboxOptions(runtime=runtime)
+        await backend.create(instance_id, options, effective(options, settings))
+        made.append((backend, instance_id))
+        workspace = await backend.workspace(instance_id)
+        await workspace.ensure_running()
+        return workspace
+
+    yield open_one
+    for backend, instance_id in made:
+        with contextlib.suppress(Exception):
+            await backend.delete(instance_id)
+    for backend in backends:
+        await backend.close()

@@ -56,7 +56,7 @@ async def open_attach(
     if len(parts) < 2 or parts[1] not in ("101", "200"):
         writer.close()
         raise SandboxUnavailable(f"Docker refused to attach to {container_id[:12]}: {status_line}")
-    _widen(writer)
+    widen(writer)
     return reader, writer
 
 
@@ -67,7 +67,7 @@ SOCKET_BUFFER = 4 << 20
 _SO_SNDBUFFORCE, _SO_RCVBUFFORCE = 32, 33
 
 
-def _widen(writer: asyncio.StreamWriter) -> None:
+def widen(writer: asyncio.StreamWriter) -> None:
     sock = writer.get_extra_info("socket")
     if sock is None:
         return

@@ -1,9 +1,12 @@
 """One Docker workspace: its container and the channel to the executor inside.
 
-The channel is the container's own stdin/stdout held through the Docker
-attach API: it needs no network and no host socket inside the sandbox, so it
-works the same under runc and gVisor. A broken channel is re-established on
-the next call (re-attach to a running executor, or restart the container,
+The executor is shipped, and first greeted, over the container's own
+stdin/stdout held through the Docker attach API: it needs no network and no
+host socket inside the sandbox, so it works the same under runc and gVisor.
+Under runc the channel then moves to the executor's own unix socket
+(docker_direct), past dockerd and containerd-shim; where that is not
+possible it stays on the attach stream. A broken channel is re-established
+on the next call (re-attach to a running executor, or restart the container,
 whose files live on the volume).
 """
 
@@ -12,21 +15,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from typing import Any
 
+import anyio
 import docker.errors
 from docker.models.containers import Container
 
 from sandboxd.backends.channel import ExecutorChannel
-from sandboxd.backends.docker_attach import DemuxedStdout, open_attach
+from sandboxd.backends.docker_attach import DemuxedStdout, open_attach, widen
+from sandboxd.backends.docker_direct import DirectUnavailable, SocketSource, connect
 from sandboxd.config import Settings
 from sandboxd.errors import SandboxdError, SandboxUnavailable
 from sandboxd.executor import wire
 from sandboxd.executor.bundle import bundle_id, bundle_payload
 from sandboxd.executor.wire import PROTOCOL_VERSION
-from sandboxd.models import SandboxOptions
+from sandboxd.models import Runtime, SandboxOptions
 from sandboxd.observability import metrics
 from sandboxd.tool_contract import BASH_MAX_TIMEOUT_S
 
@@ -59,6 +65,11 @@ class DockerWorkspace:
         self._run = run
         self._channel: ExecutorChannel | None = None
         self._stdout: DemuxedStdout | None = None
+        #: On the direct channel: the attach stream, kept only for the
+        #: executor's stderr (its log lines); no call goes over it.
+        self._logs: ExecutorChannel | None = None
+        #: "direct" or "attach" while connected (docker_direct), else None.
+        self.channel_kind: str | None = None
         self._connecting = asyncio.Lock()
         self.last_used = time.monotonic()
         self.in_flight = 0
@@ -84,8 +95,9 @@ class DockerWorkspace:
         except docker.errors.NotFound:
             raise SandboxUnavailable("the pooled container disappeared") from None
         self._instance_id = instance_id
-        if self._channel is not None:
-            self._channel.name = instance_id
+        for channel in (self._channel, self._logs):
+            if channel is not None:
+                channel.name = instance_id
 
     async def call(self, op: str, args: Mapping[str, Any]) -> dict[str, Any]:
         with self._busy():
@@ -117,9 +129,7 @@ class DockerWorkspace:
         async with self._connecting:
             if self.in_flight or not self.idle_expired(time.monotonic()):
                 return
-            if self._channel is not None:
-                await self._channel.close()
-                self._channel = None
+            await self._drop_channel()
             with contextlib.suppress(docker.errors.NotFound):
                 await self._run(self._container.stop, timeout=5)
             self.parked = True
@@ -131,15 +141,11 @@ class DockerWorkspace:
 
     async def disconnect(self) -> None:
         async with self._connecting:
-            if self._channel is not None:
-                await self._channel.close()
-                self._channel = None
+            await self._drop_channel()
 
     async def restart(self) -> None:
         async with self._connecting:
-            if self._channel is not None:
-                await self._channel.close()
-                self._channel = None
+            await self._drop_channel()
             with contextlib.suppress(docker.errors.NotFound, SandboxdError):
                 await self._run(self._container.kill)
             with contextlib.suppress(docker.errors.NotFound, SandboxdError):
@@ -154,14 +160,18 @@ class DockerWorkspace:
         async with self._connecting:
             if self._channel is not None and not self._channel.closed:
                 return self._channel
-            if self._channel is not None:
-                await self._channel.close()
-                self._channel = None
+            await self._drop_channel()
             self._channel = await self._connect()
             self.parked = False
             return self._channel
 
     # ------------------------------------------------------------ internals
+
+    async def _drop_channel(self) -> None:
+        for channel in (self._channel, self._logs):
+            if channel is not None:
+                await channel.close()
+        self._channel = self._logs = None
 
     def _hello_args(self) -> dict[str, Any]:
         return {
@@ -179,13 +189,15 @@ class DockerWorkspace:
                 f"the container of sandbox {self._instance_id!r} was removed outside sandboxd; "
                 "delete the sandbox and create it again"
             ) from None
+        self.channel_kind = None
         if self._container.status == "running":
             channel = await self._attach(resync=True)
             # Ends any frame a previous daemon left torn, raw payload included.
             await channel.send_raw(wire.resync_padding())
-            if await self._handshake(channel, ADOPT_HELLO_TIMEOUT_S):
+            hello = await self._handshake(channel, ADOPT_HELLO_TIMEOUT_S)
+            if hello is not None:
                 log.info("workspace %s: re-attached to its running executor", self._instance_id)
-                return channel
+                return await self._go_direct(channel, hello)
             await channel.close()
             log.info("workspace %s: executor stale or silent; restarting", self._instance_id)
             with contextlib.suppress(docker.errors.NotFound, SandboxdError):
@@ -197,10 +209,12 @@ class DockerWorkspace:
             await self._run(self._container.start)
             metrics.container_started()
             await channel.send_raw(bundle_payload())
-            if await self._handshake(channel, self._settings.start_timeout_s):
-                # Refresh the cached state ("created" -> "running") for SandboxInfo.
+            hello = await self._handshake(channel, self._settings.start_timeout_s)
+            if hello is not None:
+                # Refresh the cached state ("created" -> "running") for SandboxInfo,
+                # and State.Pid for the direct channel.
                 await self._run(self._container.reload)
-                return channel
+                return await self._go_direct(channel, hello)
         except BaseException:
             await channel.close()
             raise
@@ -222,15 +236,85 @@ class DockerWorkspace:
             resync=resync,
         )
 
-    async def _handshake(self, channel: ExecutorChannel, timeout: float) -> bool:
+    async def _handshake(self, channel: ExecutorChannel, timeout: float) -> dict[str, Any] | None:
+        """The executor's hello reply, if it is our executor; else None."""
         try:
             hello = await channel.call("hello", self._hello_args(), timeout=timeout)
         except SandboxdError as exc:
             log.info("workspace %s: no hello: %s", self._instance_id, exc)
-            return False
-        return bool(
-            hello.get("protocol") == PROTOCOL_VERSION and hello.get("bundle") == bundle_id()
+            return None
+        if hello.get("protocol") == PROTOCOL_VERSION and hello.get("bundle") == bundle_id():
+            return hello
+        return None
+
+    async def _go_direct(
+        self, attached: ExecutorChannel, hello: Mapping[str, Any]
+    ) -> ExecutorChannel:
+        """Move to the executor's unix socket if possible; else keep ``attached``."""
+        try:
+            channel = await self._open_direct(attached, hello)
+        except (DirectUnavailable, OSError) as exc:  # fallback, never failure
+            _fallback(self._instance_id, str(exc))
+            self.channel_kind = "attach"
+            metrics.executor_channel("attach")
+            return attached
+        # The executor answers the channel that said hello last, so nothing
+        # but its stderr (log lines, rare) comes over the attach stream now:
+        # kept open for those, it costs dockerd nothing per call.
+        self._logs = attached
+        self.channel_kind = "direct"
+        metrics.executor_channel("direct")
+        log.debug("workspace %s: executor channel: direct", self._instance_id)
+        return channel
+
+    async def _open_direct(
+        self, attached: ExecutorChannel, hello: Mapping[str, Any]
+    ) -> ExecutorChannel:
+        if not self._settings.direct_channel:
+            raise DirectUnavailable("turned off (SANDBOXD_DIRECT_CHANNEL=0)")
+        if self._options.runtime == Runtime.RUNSC:
+            raise DirectUnavailable("gVisor (runsc): /proc/<pid>/root is not the sandbox's files")
+        if "direct" not in hello:
+            raise DirectUnavailable("the executor has no direct channel")
+        state = self._container.attrs.get("State") or {}
+        sock = await anyio.to_thread.run_sync(
+            connect, state.get("Pid"), hello.get("direct"), hello.get("pid")
         )
+        try:
+            reader, writer = await asyncio.open_unix_connection(sock=sock, limit=1 << 20)
+        except BaseException:
+            sock.close()
+            raise
+        widen(writer)
+        channel = ExecutorChannel(
+            SocketSource(reader),
+            writer,
+            name=self._instance_id,
+            max_line=self._settings.executor_max_line_bytes,
+        )
+        if await self._handshake(channel, ADOPT_HELLO_TIMEOUT_S) is None:
+            await channel.close()
+            # It may have taken the socket as its channel before it went
+            # quiet: a hello on the attach stream takes the replies back.
+            if await self._handshake(attached, ADOPT_HELLO_TIMEOUT_S) is None:
+                await attached.close()
+                raise SandboxUnavailable(
+                    f"the executor of sandbox {self._instance_id!r} stopped answering"
+                )
+            raise DirectUnavailable("the executor did not answer hello on its socket")
+        return channel
+
+
+_fallbacks_logged: set[str] = set()
+
+
+def _fallback(instance_id: str, reason: str) -> None:
+    # Once per kind of reason at INFO (a fleet under gVisor would repeat it
+    # for every sandbox); the rest at DEBUG.
+    key = re.sub(r"\d+", "N", reason)
+    level = logging.DEBUG if key in _fallbacks_logged else logging.INFO
+    _fallbacks_logged.add(key)
+    log.log(level, "workspace %s: executor channel stays on attach: %s", instance_id, reason)
 
 
 #: bash's own largest timeout: the daemon never gives up before it.

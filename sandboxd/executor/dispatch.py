@@ -94,6 +94,8 @@ class Executor:
         self._tools_guard = threading.Lock()
         self.transfers = transfer.Sessions()
         self.processes = processes.Processes(state_dir)
+        #: The direct channel's socket path (executor.direct), named in hello.
+        self.direct_path: str | None = None
 
     def handle(
         self,
@@ -151,7 +153,14 @@ def _hello(
     # The workdir may be a folder inside the volume that does not exist yet.
     with contextlib.suppress(OSError):
         os.makedirs(ex.workdir, exist_ok=True)
-    return {"protocol": PROTOCOL_VERSION, "pid": os.getpid(), "bundle": ex.bundle_id}
+    reply: dict[str, Any] = {
+        "protocol": PROTOCOL_VERSION,
+        "pid": os.getpid(),
+        "bundle": ex.bundle_id,
+    }
+    if ex.direct_path is not None:
+        reply["direct"] = ex.direct_path
+    return reply
 
 
 def _read_file(

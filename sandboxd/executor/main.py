@@ -1,9 +1,11 @@
 """The executor's main loop inside a workspace container.
 
-Reads request lines from stdin (the Docker attach stream sandboxd holds),
-runs each on a worker thread so a long command never blocks a file read, and
-writes reply lines to stdout under one lock. Nothing a request carries can
-end this loop: every failure becomes an error reply.
+Reads request lines from stdin (the Docker attach stream sandboxd holds)
+and, with privilege separation, from the daemon's connections to its own
+unix socket (executor.direct); runs each on a worker thread so a long
+command never blocks a file read, and writes reply lines under one lock to
+the channel that last said hello. Nothing a request carries can end this
+loop: every failure becomes an error reply.
 """
 
 from __future__ import annotations
@@ -18,10 +20,10 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, BinaryIO
+from typing import Any
 
 from sandboxd.errors import InvalidArgument, SandboxdError
-from sandboxd.executor import identity, wire
+from sandboxd.executor import direct, identity, wire
 from sandboxd.executor.bundle import SEPARATE
 from sandboxd.executor.credits import MAX_GRANT, WINDOW, Credits
 from sandboxd.executor.dispatch import Executor
@@ -65,10 +67,14 @@ _OS_ERROR_KINDS = {
 
 
 class _Server:
-    def __init__(self, executor: Executor, out: BinaryIO) -> None:
+    def __init__(self, executor: Executor, out: direct.Outlet) -> None:
         self.executor = executor
+        #: Where replies go: the channel that last said hello (stdin's
+        #: replies go to stdout, a direct connection's to itself).
         self.out = out
         self.out_lock = threading.Lock()
+        #: Called with the outlet that said hello (the listener retires the rest).
+        self.on_hello: Callable[[direct.Outlet], None] | None = None
         self.cancels: dict[int, threading.Event] = {}
         self.credits: dict[int, Credits] = {}
         #: Requests accepted and not yet answered. At MAX_WORKERS a new one is
@@ -104,14 +110,26 @@ class _Server:
     def _write(self, parts: list[bytes]) -> None:
         with self.out_lock:
             try:
-                for part in parts:
-                    self.out.write(part)
-                self.out.flush()
+                self.out.write(parts)
             except OSError as exc:
                 _log(f"cannot write reply: {exc}")
 
-    def accept(self, frame: wire.Frame | bytes) -> None:
-        """One request off the channel (a bytes line: a frame without payload)."""
+    def adopt(self, origin: direct.Outlet) -> None:
+        """``origin`` said hello: its daemon owns the workspace, replies go there.
+
+        Replies still in flight for the previous channel land here too; the
+        daemon drops ids it is not waiting for.
+        """
+        with self.out_lock:
+            self.out = origin
+        if self.on_hello is not None:
+            self.on_hello(origin)
+
+    def accept(self, frame: wire.Frame | bytes, origin: direct.Outlet | None = None) -> None:
+        """One request off a channel (a bytes line: a frame without payload).
+
+        ``origin`` is the channel it came from (None: the current one).
+        """
         if isinstance(frame, bytes):
             frame = wire.Frame(frame.rstrip(b"\n"))
         try:
@@ -135,6 +153,8 @@ class _Server:
         if not isinstance(request_id, int) or not isinstance(op, str):
             _log("dropped a frame without an integer id and an op")
             return
+        if op == "hello" and origin is not None and origin is not self.out:
+            self.adopt(origin)
         args = message.get("args") or {}
         if not isinstance(args, dict):
             self.send(
@@ -263,20 +283,50 @@ def _separate(wanted: bool) -> None:
     _log(f"privilege separation on: workload runs as {identity.active()}")
 
 
+def _listen(server: _Server) -> direct.Listener | None:
+    """The direct channel, with privilege separation only (else None).
+
+    Bound as root, in a directory only root can enter: the daemon checks
+    that the listener is root, and the workload cannot connect.
+    """
+    if identity.active() is None:
+        return None
+    try:
+        with identity.as_executor():
+            listener = direct.Listener.open(
+                STATE_DIR,
+                accept=server.accept,
+                log=_log,
+                out_lock=server.out_lock,
+                max_line=MAX_REQUEST_LINE,
+            )
+        listener.start()
+    except Exception as exc:  # the attach stream still serves
+        _log(f"no direct channel: {exc!r}")
+        return None
+    server.on_hello = listener.retire_others
+    server.executor.direct_path = listener.path
+    return listener
+
+
 def main(stdin: io.BufferedReader, bundle_id: str, argv: Sequence[str] = ()) -> None:
     _harden()
     _separate(SEPARATE in argv)
     executor = Executor(os.getcwd(), state_dir=STATE_DIR, bundle_id=bundle_id)
     _widen_pipes()
-    server = _Server(executor, sys.stdout.buffer)
+    stdio = direct.PipeOutlet(sys.stdout.buffer)
+    server = _Server(executor, stdio)
+    listener = _listen(server)
     # Requests come from the daemon; the bound only keeps a broken one from
     # growing a line without end.
     deframer = wire.Deframer(max_line=MAX_REQUEST_LINE, max_raw=wire.REQUEST_RAW_MAX)
     while chunk := stdin.read1(READ_SIZE):
         for frame in deframer.feed(chunk):
             if isinstance(frame, wire.Frame):
-                server.accept(frame)
+                server.accept(frame, stdio)
             else:
                 _log(f"dropped bytes from the channel: {frame.reason}")
     # stdin only closes when the container is being torn down.
+    if listener is not None:
+        listener.close()
     executor.close()

@@ -39,6 +39,7 @@ ENABLED = os.environ.get("SANDBOXD_SPAWN_VFORK", "1") != "0"
 # <spawn.h> flags (glibc).
 _SETPGROUP = 0x02
 _SETSIGDEF = 0x04
+_SETSIGMASK = 0x08
 _SETSID = 0x80
 # Opaque glibc structures: posix_spawn_file_actions_t is 80 bytes,
 # posix_spawnattr_t 336, sigset_t 128 on x86_64 and aarch64; room to spare.
@@ -79,6 +80,8 @@ class _Libc:
         self.setflags.argtypes = [ptr, ctypes.c_short]
         self.setsigdefault = libc.posix_spawnattr_setsigdefault
         self.setsigdefault.argtypes = [ptr, ptr]
+        self.setsigmask = libc.posix_spawnattr_setsigmask
+        self.setsigmask.argtypes = [ptr, ptr]
         self.setpgroup = libc.posix_spawnattr_setpgroup
         self.setpgroup.argtypes = [ptr, cint]
         self.sigemptyset = libc.sigemptyset
@@ -235,7 +238,12 @@ def _spawn(
         _check(libc.addclosefrom(actions, top + 1))
         if cwd is not None:
             _check(libc.addchdir(actions, os.fsencode(cwd)))
-        flags = 0
+        # A fresh process blocks nothing, whichever executor thread (and its
+        # mask) spawns it: a blocked SIGTERM would outlive exec in the workload.
+        nothing = ctypes.create_string_buffer(_SIGSET_SIZE)
+        libc.sigemptyset(nothing)
+        _check(libc.setsigmask(attr, nothing))
+        flags = _SETSIGMASK
         if restore_signals:
             libc.sigemptyset(sigdef)
             for sig in (signal.SIGPIPE, signal.SIGXFSZ):

@@ -57,6 +57,12 @@ TOOL_ERRORS = Counter(
 CONTAINER_STARTS = Counter(
     "sandboxd_container_starts", "Workspace containers started (created, restarted or woken)"
 )
+EXECUTOR_CHANNELS = Counter(
+    "sandboxd_executor_channels",
+    "Executor channels opened, by kind (direct: the executor's unix socket; "
+    "attach: Docker's attach stream, where direct is off or not possible)",
+    ["kind"],
+)
 INSTANCES = Gauge("sandboxd_instances", "Sandboxes this daemon has, by state", ["state"])
 POOL_SIZE = Gauge("sandboxd_pool_size", "Warm workspaces the pool aims to keep ready")
 POOL_READY = Gauge("sandboxd_pool_ready", "Warm workspaces ready to be claimed now")
@@ -88,6 +94,10 @@ def record_call(
 
 def container_started() -> None:
     CONTAINER_STARTS.inc()
+
+
+def executor_channel(kind: str) -> None:
+    EXECUTOR_CHANNELS.labels(kind).inc()
 
 
 def set_pool(pool: PoolStatus) -> None:

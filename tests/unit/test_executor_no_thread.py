@@ -7,7 +7,6 @@ no error); with none it is refused, and the refused request never runs later.
 
 from __future__ import annotations
 
-import io
 import json
 import threading
 import time
@@ -21,14 +20,21 @@ from sandboxd.executor.dispatch import Executor
 from sandboxd.executor.main import _Server
 
 
-class _Out(io.BytesIO):
+class _Out:
+    """An outlet (executor.direct.Outlet) that keeps what it is given."""
+
     def __init__(self) -> None:
-        super().__init__()
+        self.data = bytearray()
         self.lock = threading.Lock()
+
+    def write(self, parts: list[bytes]) -> None:
+        with self.lock:
+            for part in parts:
+                self.data += part
 
     def replies(self) -> list[dict[str, Any]]:
         with self.lock:
-            lines = self.getvalue().splitlines()
+            lines = bytes(self.data).splitlines()
         return [json.loads(line) for line in lines if line]
 
 

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -53,10 +56,27 @@ def _run(cls: type[subprocess.Popen[bytes]], folder: Path, *, session: bool) -> 
     return out.decode()
 
 
+def _in_thread(mask: set[signal.Signals], run: Callable[[], str]) -> str:
+    """``run`` on a fresh thread whose signal mask is exactly ``mask``."""
+    out: list[str] = []
+
+    def body() -> None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        out.append(run())
+
+    thread = threading.Thread(target=body)
+    thread.start()
+    thread.join()
+    assert out, "the spawn failed on its thread"
+    return out[0]
+
+
 @pytest.mark.parametrize("session", [True, False])
 def test_same_child_as_popen(tmp_path: Path, session: bool) -> None:
-    forked = _run(subprocess.Popen, tmp_path, session=session)
-    spawned = _run(vspawn.UserPopen, tmp_path, session=session)
+    # Both from a thread that blocks nothing (as the executor's threads), so
+    # neither inherits whatever the test runner's thread blocks.
+    forked = _in_thread(set(), lambda: _run(subprocess.Popen, tmp_path, session=session))
+    spawned = _in_thread(set(), lambda: _run(vspawn.UserPopen, tmp_path, session=session))
     # glibc's posix_spawn leaves its own internal signals (32, 33) ignored in
     # the child; no program can use them (SIGRTMIN is 34).
     internal = 0b11 << 31
@@ -94,3 +114,16 @@ def test_runnable_checks_the_program(tmp_path: Path) -> None:
     assert not vspawn.runnable("no-such-program-sbx", None)
     assert not vspawn.runnable(str(plain), None)
     assert not vspawn.runnable(str(tmp_path), None)
+
+
+def test_child_blocks_no_signal_whatever_the_caller_blocks(tmp_path: Path) -> None:
+    # Popen's child would inherit SIGTERM blocked here and outlive a timeout's
+    # SIGTERM; the spawned child starts with an empty mask.
+    spawned = _in_thread(
+        {signal.SIGTERM, signal.SIGINT},
+        lambda: _run(vspawn.UserPopen, tmp_path, session=True),
+    )
+    blocked = re.search(r"^SigBlk:\s*([0-9a-f]+)$", spawned, re.M)
+    assert blocked is not None, spawned
+    mask = int(blocked.group(1), 16)
+    assert not mask & (1 << (signal.SIGTERM - 1)) and not mask & (1 << (signal.SIGINT - 1)), spawned

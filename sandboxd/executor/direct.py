@@ -1,0 +1,241 @@
+"""The direct channel: a unix socket the daemon reaches without Docker's attach proxy.
+
+Over the attach stream every frame crosses dockerd and containerd-shim (two
+extra copies and a few hundred microseconds of CPU per call). The executor
+therefore also listens on a unix socket in a private directory of its state
+tmpfs (``<STATE_DIR>/<random>/s``, the directory root's and 0700: the
+sandbox user cannot reach it). It names the path in its ``hello`` reply; the
+daemon, root on the host, connects to it through ``/proc/<pid>/root`` and
+checks the listener's credentials before it sends a byte.
+
+Requests may come from stdin or from any direct connection; replies go to
+the one that last said ``hello`` (``Replies``). A connection that says hello
+retires every other direct connection: one daemon owns a workspace, and the
+newest is that daemon. Nothing here may end the executor: the accepting
+thread and each connection's reader survive every error of their own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import socket
+import struct
+import threading
+import time
+from collections.abc import Callable
+from typing import BinaryIO, Protocol
+
+from sandboxd.executor import wire
+
+#: The socket's name inside the private directory (short: the daemon's path
+#: to it goes through /proc/<pid>/root and a unix path holds 107 bytes).
+SOCKET_NAME = "s"
+#: Connections open at once; one more is closed at once (only root can
+#: connect, but a loop of connects must not grow threads without end).
+MAX_CONNECTIONS = 4
+#: Bytes asked of a connection per read (a raw upload chunk in one or two).
+READ_SIZE = 1 << 20
+#: The socket buffers of an accepted connection (the attach stream's size).
+SOCKET_BUFFER = 4 << 20
+_SO_SNDBUFFORCE, _SO_RCVBUFFORCE = 32, 33
+_UCRED = struct.Struct("3i")
+
+
+class Outlet(Protocol):
+    """Where replies go: stdout or one direct connection."""
+
+    def write(self, parts: list[bytes]) -> None: ...
+
+
+class PipeOutlet:
+    def __init__(self, out: BinaryIO) -> None:
+        self._out = out
+
+    def write(self, parts: list[bytes]) -> None:
+        for part in parts:
+            self._out.write(part)
+        self._out.flush()
+
+
+class Connection:
+    """One accepted direct connection: an outlet, and a reader on its own thread."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.closed = False
+
+    def write(self, parts: list[bytes]) -> None:
+        if self.closed:
+            raise OSError("the direct connection is closed")
+        for part in parts:
+            self.sock.sendall(part)
+
+    def shutdown(self) -> None:
+        # Wakes the reader (EOF) and any writer blocked on a full buffer
+        # (EPIPE); the reader closes the socket when it leaves.
+        self.closed = True
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)
+
+
+Accept = Callable[[wire.Frame, Outlet], None]
+Log = Callable[[str], None]
+
+
+class Listener:
+    """The executor's end: accepts the daemon's connections and reads their requests."""
+
+    def __init__(
+        self,
+        sock: socket.socket,
+        path: str,
+        *,
+        accept: Accept,
+        log: Log,
+        out_lock: threading.Lock,
+        max_line: int,
+    ) -> None:
+        self._sock = sock
+        self.path = path
+        self._accept = accept
+        self._log = log
+        # The replies' lock: a socket is closed only while nobody writes to it.
+        self._out_lock = out_lock
+        self._max_line = max_line
+        self._lock = threading.Lock()
+        self._connections: list[Connection] = []
+
+    @classmethod
+    def open(
+        cls,
+        state_dir: str,
+        *,
+        accept: Accept,
+        log: Log,
+        out_lock: threading.Lock,
+        max_line: int,
+    ) -> Listener:
+        """Bind in a fresh private directory; call as root (the daemon checks it)."""
+        directory = os.path.join(state_dir, secrets.token_hex(8))
+        # mkdir fails on anything already there (a planted symlink included).
+        os.mkdir(directory, 0o700)
+        os.chmod(directory, 0o700)
+        path = os.path.join(directory, SOCKET_NAME)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+        try:
+            sock.bind(path)
+            # The daemon's peer check reads the credentials of this call.
+            sock.listen(MAX_CONNECTIONS)
+        except BaseException:
+            sock.close()
+            raise
+        return cls(sock, path, accept=accept, log=log, out_lock=out_lock, max_line=max_line)
+
+    def start(self) -> None:
+        threading.Thread(target=self._accept_loop, name="direct-accept", daemon=True).start()
+
+    def connections(self) -> int:
+        with self._lock:
+            return len(self._connections)
+
+    def retire_others(self, keep: Outlet) -> None:
+        """``keep`` said hello: every other direct connection is stale."""
+        with self._lock:
+            stale = [c for c in self._connections if c is not keep]
+        for connection in stale:
+            connection.shutdown()
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._sock.close()
+        with self._lock:
+            stale = list(self._connections)
+        for connection in stale:
+            connection.shutdown()
+
+    # ------------------------------------------------------------ internals
+
+    def _accept_loop(self) -> None:
+        while True:
+            try:
+                sock, _ = self._sock.accept()
+            except OSError as exc:
+                if self._sock.fileno() < 0:
+                    return  # closed
+                # EMFILE and the like: the sandbox's condition; try again later.
+                self._log(f"direct channel: accept failed: {exc}")
+                time.sleep(0.1)
+                continue
+            try:
+                self._admit(sock)
+            except Exception as exc:  # one bad connection must not end the loop
+                self._log(f"direct channel: connection dropped: {exc!r}")
+                with contextlib.suppress(OSError):
+                    sock.close()
+
+    def _admit(self, sock: socket.socket) -> None:
+        pid, uid, _ = _UCRED.unpack(
+            sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _UCRED.size)
+        )
+        if uid != 0:
+            # Only root can reach the directory; this is the second line.
+            self._log(f"direct channel: refused a connection of uid {uid} (pid {pid})")
+            sock.close()
+            return
+        with self._lock:
+            if len(self._connections) >= MAX_CONNECTIONS:
+                full = True
+            else:
+                full = False
+                connection = Connection(sock)
+                self._connections.append(connection)
+        if full:
+            self._log("direct channel: too many connections; refused one")
+            sock.close()
+            return
+        _widen(sock)
+        try:
+            threading.Thread(
+                target=self._read_loop, args=(connection,), name="direct-read", daemon=True
+            ).start()
+        except BaseException:
+            self._forget(connection)
+            raise
+
+    def _read_loop(self, connection: Connection) -> None:
+        # A fresh deframer per connection: a frame a dead daemon left torn
+        # died with its connection.
+        deframer = wire.Deframer(max_line=self._max_line, max_raw=wire.REQUEST_RAW_MAX)
+        try:
+            while not connection.closed:
+                chunk = connection.sock.recv(READ_SIZE)
+                if not chunk:
+                    break
+                for frame in deframer.feed(chunk):
+                    if isinstance(frame, wire.Frame):
+                        self._accept(frame, connection)
+                    else:
+                        self._log(f"dropped bytes from the direct channel: {frame.reason}")
+        except Exception as exc:  # a reset, or a bug: this connection only
+            if not connection.closed:
+                self._log(f"direct channel: connection ended: {exc!r}")
+        finally:
+            self._forget(connection)
+
+    def _forget(self, connection: Connection) -> None:
+        connection.shutdown()
+        with self._lock, contextlib.suppress(ValueError):
+            self._connections.remove(connection)
+        with self._out_lock, contextlib.suppress(OSError):
+            connection.sock.close()
+
+
+def _widen(sock: socket.socket) -> None:
+    for forced, plain in ((_SO_SNDBUFFORCE, socket.SO_SNDBUF), (_SO_RCVBUFFORCE, socket.SO_RCVBUF)):
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, forced, SOCKET_BUFFER)
+        except OSError:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, plain, SOCKET_BUFFER)

@@ -1,0 +1,277 @@
+"""The executor's direct channel (executor.direct) on real unix sockets.
+
+The listener and the reply switch are the executor's own code, run here on the
+host: a connection that says hello gets the replies (stdin's too) and retires
+the other connections; a bad connection, a flood of them or a non-root peer
+changes nothing for the rest.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import stat
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sandboxd.executor import direct, wire
+from sandboxd.executor.dispatch import Executor
+from sandboxd.executor.main import MAX_REQUEST_LINE, _Server
+
+root_only = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (peer uids)")
+
+
+class _Out:
+    """The stdout outlet: keeps what it is given."""
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+        self.lock = threading.Lock()
+
+    def write(self, parts: list[bytes]) -> None:
+        with self.lock:
+            for part in parts:
+                self.data += part
+
+    def replies(self) -> list[dict[str, Any]]:
+        with self.lock:
+            return [json.loads(line) for line in bytes(self.data).splitlines() if line]
+
+
+class _Client:
+    def __init__(self, path: str) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(10)
+        self.sock.connect(path)
+        self.buffer = b""
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.sock.sendall(wire.encode(message))
+
+    def reply(self) -> dict[str, Any] | None:
+        """The next reply line; None once the executor closed the connection."""
+        while b"\n" not in self.buffer:
+            try:
+                chunk = self.sock.recv(65536)
+            except ConnectionResetError:  # closed with bytes of ours unread
+                return None
+            if not chunk:
+                return None
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        value: dict[str, Any] = json.loads(line)
+        return value
+
+    def hello(self, request_id: int = 1) -> dict[str, Any] | None:
+        self.send({"id": request_id, "op": "hello", "args": {}})
+        return self.reply()
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def _exists(request_id: int) -> wire.Frame:
+    return wire.Frame(wire.encode({"id": request_id, "op": "exists", "args": {"path": "."}}))
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[_Server, _Out, direct.Listener]]:
+    (tmp_path / "w").mkdir()
+    (tmp_path / "state").mkdir()
+    stdout = _Out()
+    server = _Server(Executor(str(tmp_path / "w"), state_dir=str(tmp_path / "s")), stdout)
+    listener = direct.Listener.open(
+        str(tmp_path / "state"),
+        accept=server.accept,
+        log=lambda message: None,
+        out_lock=server.out_lock,
+        max_line=MAX_REQUEST_LINE,
+    )
+    listener.start()
+    server.on_hello = listener.retire_others
+    server.executor.direct_path = listener.path
+    yield server, stdout, listener
+    listener.close()
+    server.pool.shutdown(wait=False)
+
+
+def _wait(condition: Any, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def test_the_socket_is_in_a_private_directory(
+    served: tuple[_Server, _Out, direct.Listener],
+) -> None:
+    _, _, listener = served
+    folder = os.stat(os.path.dirname(listener.path))
+    assert stat.S_IMODE(folder.st_mode) == 0o700
+    assert folder.st_uid == os.geteuid()
+    assert stat.S_ISSOCK(os.stat(listener.path).st_mode)
+    assert len(os.path.basename(os.path.dirname(listener.path))) == 16
+
+
+def test_hello_names_the_socket_and_moves_the_replies(
+    served: tuple[_Server, _Out, direct.Listener],
+) -> None:
+    server, stdout, listener = served
+    server.accept(_exists(1), stdout)
+    assert _wait(lambda: len(stdout.replies()) == 1)
+    client = _Client(listener.path)
+    hello = client.hello(7)
+    assert hello is not None and hello["id"] == 7
+    assert hello["ok"]["direct"] == listener.path
+    # A request that still arrives on stdin is answered on the socket now.
+    server.accept(_exists(2), stdout)
+    assert client.reply() == {"id": 2, "ok": {"exists": True, "type": "directory"}}
+    client.send({"id": 3, "op": "exists", "args": {"path": "."}})
+    assert client.reply() == {"id": 3, "ok": {"exists": True, "type": "directory"}}
+    assert len(stdout.replies()) == 1
+    client.close()
+
+
+def test_requests_before_hello_are_answered_on_the_current_channel(
+    served: tuple[_Server, _Out, direct.Listener],
+) -> None:
+    _, stdout, listener = served
+    client = _Client(listener.path)
+    client.send({"id": 4, "op": "exists", "args": {"path": "."}})
+    assert _wait(
+        lambda: stdout.replies() == [{"id": 4, "ok": {"exists": True, "type": "directory"}}]
+    )
+    client.close()
+
+
+def test_a_hello_on_stdin_takes_the_replies_back_and_retires_the_socket(
+    served: tuple[_Server, _Out, direct.Listener],
+) -> None:
+    server, stdout, listener = served
+    client = _Client(listener.path)
+    assert client.hello() is not None
+    server.accept(wire.Frame(wire.encode({"id": 9, "op": "hello", "args": {}})), stdout)
+    assert _wait(lambda: any(r["id"] == 9 for r in stdout.replies()))
+    assert client.reply() is None  # retired: EOF
+    assert _wait(lambda: listener.connections() == 0)
+    client.close()
+
+
+def test_a_new_connection_replaces_the_old_one(
+    served: tuple[_Server, _Out, direct.Listener],
+) -> None:
+    _, _, listener = served
+    old = _Client(listener.path)
+    assert old.hello() is not None
+    # The old daemon died mid-frame: half a raw frame is all it sent.
+    old.sock.sendall(b'{"raw":["data",1000],"id":5,"op":"write_file","args":{}}\n' + b"x" * 10)
+    new = _Client(listener.path)
+    assert new.hello(1) is not None
+    assert old.reply() is None
+    new.send({"id": 2, "op": "exists", "args": {"path": "."}})
+    assert new.reply() == {"id": 2, "ok": {"exists": True, "type": "directory"}}
+    old.close()
+    new.close()
+
+
+def test_garbage_and_a_dropped_connection_leave_the_others_serving(
+    served: tuple[_Server, _Out, direct.Listener],
+) -> None:
+    _, _, listener = served
+    good = _Client(listener.path)
+    assert good.hello() is not None
+    bad = _Client(listener.path)
+    bad.sock.sendall(b"\x00\xff not json\n" + os.urandom(4096) + b"\n")
+    bad.sock.sendall(b'{"raw":["data",-1]}\n')
+    bad.close()
+    torn = _Client(listener.path)
+    torn.sock.sendall(b'{"id": 1, "op": "exi')
+    torn.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+    torn.close()  # a reset, not a clean end
+    good.send({"id": 2, "op": "exists", "args": {"path": "."}})
+    assert good.reply() == {"id": 2, "ok": {"exists": True, "type": "directory"}}
+    assert _wait(lambda: listener.connections() == 1)
+    good.close()
+
+
+def test_a_flood_of_connections_is_bounded_and_the_listener_survives(
+    served: tuple[_Server, _Out, direct.Listener],
+) -> None:
+    _, _, listener = served
+    idle = [_Client(listener.path) for _ in range(direct.MAX_CONNECTIONS)]
+    assert _wait(lambda: listener.connections() == direct.MAX_CONNECTIONS)
+    extra = _Client(listener.path)
+    assert extra.reply() is None  # closed at once
+    for client in idle:
+        client.close()
+    assert _wait(lambda: listener.connections() == 0)
+    after = _Client(listener.path)
+    assert after.hello() is not None
+    after.close()
+    extra.close()
+
+
+@root_only
+def test_a_connection_of_another_uid_is_refused(
+    served: tuple[_Server, _Out, direct.Listener],
+) -> None:
+    server, stdout, listener = served
+    # Open the way (in a container the root-only directory is the first
+    # line): the listener's own uid check is the second. The child enters the
+    # directory as root, then connects as uid 1000.
+    os.chmod(os.path.dirname(listener.path), 0o711)
+    os.chmod(listener.path, 0o777)
+    read_end, write_end = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child process
+        try:
+            os.chdir(os.path.dirname(listener.path))
+            os.setgroups([])
+            os.setresgid(1000, 1000, 1000)
+            os.setresuid(1000, 1000, 1000)
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.settimeout(10)
+            sock.connect(direct.SOCKET_NAME)
+            sock.sendall(wire.encode({"id": 1, "op": "hello", "args": {}}))
+            os.write(write_end, b"got:" + sock.recv(100))
+        except BaseException as exc:
+            os.write(write_end, f"error: {exc!r}".encode())
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    os.waitpid(child, 0)
+    with os.fdopen(read_end, "rb") as pipe:
+        outcome = pipe.read()
+    # Closed without a reply (seen as EOF, a reset or a broken pipe).
+    assert outcome == b"got:" or outcome.startswith(
+        (b"error: ConnectionResetError", b"error: BrokenPipeError")
+    ), outcome
+    assert server.out is stdout
+    assert listener.connections() == 0
+
+
+def test_the_directory_is_fresh_even_if_a_name_was_planted(tmp_path: Path) -> None:
+    # mkdir refuses anything already there, so a planted symlink never
+    # becomes the socket's directory (the name is random besides).
+    planted = tmp_path / "state"
+    planted.mkdir()
+    listener = direct.Listener.open(
+        str(planted),
+        accept=lambda frame, origin: None,
+        log=lambda message: None,
+        out_lock=threading.Lock(),
+        max_line=1024,
+    )
+    try:
+        assert os.path.dirname(os.path.dirname(listener.path)) == str(planted)
+        assert not os.path.islink(os.path.dirname(listener.path))
+    finally:
+        listener.close()
