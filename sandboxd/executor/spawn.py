@@ -51,7 +51,7 @@ def spawn(
     user = identity.active()
     popen: type[subprocess.Popen[bytes]] = subprocess.Popen
     if user is not None:
-        # The fork copies this thread's credentials: it must already act as
+        # The child (fork or vfork) copies this thread's credentials: it must act as
         # the user, so the child's chdir and exec are checked with its rights
         # and the id change below needs no capability.
         identity.become_user()
