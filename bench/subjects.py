@@ -6,9 +6,13 @@ the call did not do what it should, so a broken subject cannot look fast.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
+import math
+import os
 import shlex
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +24,7 @@ from bench import fixtures as fx
 from bench.resources import IMAGE
 from bench.stats import Op
 from runtime_client import Sandbox, SandboxToolResult
+from sandboxd.config import Settings
 from sandboxd.executor.tools import ToolSession
 
 #: op name -> (tool, arguments). The edit args are the first of two that alternate.
@@ -146,8 +151,32 @@ class SandboxdVerbsSubject:
 # ---------------------------------------------------------------- floor
 
 
+@functools.cache
+def _sandbox_cores() -> int:
+    return max(1, math.ceil(Settings().cpus))
+
+
+@contextlib.contextmanager
+def sandbox_cpu_budget() -> Iterator[None]:
+    """The calling thread (and what it spawns) on as many cores as a sandbox may use.
+
+    A sandbox gets ``cpus`` (default 1.0) through its CPU quota; the floor on
+    the host would otherwise have every core, and ripgrep's parallel search
+    would make it faster by hardware, not by lacking sandboxd.
+    """
+    allowed = sorted(os.sched_getaffinity(0))
+    os.sched_setaffinity(0, allowed[: _sandbox_cores()])
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, allowed)
+
+
 class FloorSubject:
-    """The same tool code in-process on a host folder: no daemon, no gRPC, no container."""
+    """The same tool code in-process on a host folder: no daemon, no gRPC, no container.
+
+    Run with the sandbox's CPU budget (``sandbox_cpu_budget``).
+    """
 
     name = "floor"
 
@@ -169,12 +198,14 @@ class FloorSubject:
             flip = _flip()
 
             async def edit() -> None:
-                _check(label, session.run("edit", flip()))
+                with sandbox_cpu_budget():
+                    _check(label, session.run("edit", flip()))
 
             return edit
 
         async def call() -> None:
-            _check(label, session.run(tool, args))
+            with sandbox_cpu_budget():
+                _check(label, session.run(tool, args))
 
         return call
 
