@@ -151,6 +151,11 @@ class SandboxdVerbsSubject:
 # ---------------------------------------------------------------- floor
 
 
+#: Tools whose work spreads over cores (ripgrep's parallel search); the rest
+#: run on one thread, so the budget (two syscalls a call) is left off them.
+MULTICORE_TOOLS = frozenset({"grep"})
+
+
 @functools.cache
 def _sandbox_cores() -> int:
     return max(1, math.ceil(Settings().cpus))
@@ -175,7 +180,8 @@ def sandbox_cpu_budget() -> Iterator[None]:
 class FloorSubject:
     """The same tool code in-process on a host folder: no daemon, no gRPC, no container.
 
-    Run with the sandbox's CPU budget (``sandbox_cpu_budget``).
+    Tools that use several cores run with the sandbox's CPU budget
+    (``sandbox_cpu_budget``).
     """
 
     name = "floor"
@@ -198,14 +204,20 @@ class FloorSubject:
             flip = _flip()
 
             async def edit() -> None:
-                with sandbox_cpu_budget():
-                    _check(label, session.run("edit", flip()))
+                _check(label, session.run("edit", flip()))
 
             return edit
 
+        if tool in MULTICORE_TOOLS:
+
+            async def budgeted() -> None:
+                with sandbox_cpu_budget():
+                    _check(label, session.run(tool, args))
+
+            return budgeted
+
         async def call() -> None:
-            with sandbox_cpu_budget():
-                _check(label, session.run(tool, args))
+            _check(label, session.run(tool, args))
 
         return call
 
