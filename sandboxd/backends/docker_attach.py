@@ -9,13 +9,12 @@ speaks the one HTTP upgrade the attach endpoint needs and demultiplexes the
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import socket
 import struct
 from urllib.parse import urlparse
 
 from sandboxd.errors import SandboxUnavailable
+from sandboxd.executor.direct import SOCKET_BUFFER, widen_socket
 
 log = logging.getLogger(__name__)
 
@@ -60,23 +59,12 @@ async def open_attach(
     return reader, writer
 
 
-#: Socket buffers of the attach stream: a 1 MiB raw chunk leaves in one send
-#: instead of being copied into asyncio's buffer and trickled out (root may
-#: exceed the sysctl cap; otherwise the kernel clamps it, which is fine).
-SOCKET_BUFFER = 4 << 20
-_SO_SNDBUFFORCE, _SO_RCVBUFFORCE = 32, 33
-
-
 def widen(writer: asyncio.StreamWriter) -> None:
+    """The channel's socket buffers (executor.direct's, one size at both ends)."""
     sock = writer.get_extra_info("socket")
     if sock is None:
         return
-    for forced, plain in ((_SO_SNDBUFFORCE, socket.SO_SNDBUF), (_SO_RCVBUFFORCE, socket.SO_RCVBUF)):
-        try:
-            sock.setsockopt(socket.SOL_SOCKET, forced, SOCKET_BUFFER)
-        except OSError:
-            with contextlib.suppress(OSError):
-                sock.setsockopt(socket.SOL_SOCKET, plain, SOCKET_BUFFER)
+    widen_socket(sock)
     # Let a few chunks queue before drain() waits (the window bounds them).
     writer.transport.set_write_buffer_limits(high=SOCKET_BUFFER)
 

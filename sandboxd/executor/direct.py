@@ -37,7 +37,9 @@ SOCKET_NAME = "s"
 MAX_CONNECTIONS = 4
 #: Bytes asked of a connection per read (a raw upload chunk in one or two).
 READ_SIZE = 1 << 20
-#: The socket buffers of an accepted connection (the attach stream's size).
+#: Socket buffers of a channel socket, at both ends (the daemon's too): a
+#: 1 MiB raw chunk leaves in one send (root may exceed the sysctl cap;
+#: otherwise the kernel clamps it, which is fine).
 SOCKET_BUFFER = 4 << 20
 _SO_SNDBUFFORCE, _SO_RCVBUFFORCE = 32, 33
 _UCRED = struct.Struct("3i")
@@ -195,7 +197,7 @@ class Listener:
             self._log("direct channel: too many connections; refused one")
             sock.close()
             return
-        _widen(sock)
+        widen_socket(sock)
         try:
             threading.Thread(
                 target=self._read_loop, args=(connection,), name="direct-read", daemon=True
@@ -232,7 +234,7 @@ class Listener:
             connection.sock.close()
 
 
-def _widen(sock: socket.socket) -> None:
+def widen_socket(sock: socket.socket) -> None:
     for forced, plain in ((_SO_SNDBUFFORCE, socket.SO_SNDBUF), (_SO_RCVBUFFORCE, socket.SO_RCVBUF)):
         try:
             sock.setsockopt(socket.SOL_SOCKET, forced, SOCKET_BUFFER)
