@@ -23,25 +23,9 @@ import pytest
 from sandboxd.executor import direct, wire
 from sandboxd.executor.dispatch import Executor
 from sandboxd.executor.main import MAX_REQUEST_LINE, _Server
+from tests.executor_outlet import RecordingOutlet
 
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (peer uids)")
-
-
-class _Out:
-    """The stdout outlet: keeps what it is given."""
-
-    def __init__(self) -> None:
-        self.data = bytearray()
-        self.lock = threading.Lock()
-
-    def write(self, parts: list[bytes]) -> None:
-        with self.lock:
-            for part in parts:
-                self.data += part
-
-    def replies(self) -> list[dict[str, Any]]:
-        with self.lock:
-            return [json.loads(line) for line in bytes(self.data).splitlines() if line]
 
 
 class _Client:
@@ -81,10 +65,10 @@ def _exists(request_id: int) -> wire.Frame:
 
 
 @pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[_Server, _Out, direct.Listener]]:
+def served(tmp_path: Path) -> Iterator[tuple[_Server, RecordingOutlet, direct.Listener]]:
     (tmp_path / "w").mkdir()
     (tmp_path / "state").mkdir()
-    stdout = _Out()
+    stdout = RecordingOutlet()
     server = _Server(Executor(str(tmp_path / "w"), state_dir=str(tmp_path / "s")), stdout)
     listener = direct.Listener.open(
         str(tmp_path / "state"),
@@ -111,7 +95,7 @@ def _wait(condition: Any, timeout: float = 10.0) -> bool:
 
 
 def test_the_socket_is_in_a_private_directory(
-    served: tuple[_Server, _Out, direct.Listener],
+    served: tuple[_Server, RecordingOutlet, direct.Listener],
 ) -> None:
     _, _, listener = served
     folder = os.stat(os.path.dirname(listener.path))
@@ -122,7 +106,7 @@ def test_the_socket_is_in_a_private_directory(
 
 
 def test_hello_names_the_socket_and_moves_the_replies(
-    served: tuple[_Server, _Out, direct.Listener],
+    served: tuple[_Server, RecordingOutlet, direct.Listener],
 ) -> None:
     server, stdout, listener = served
     server.accept(_exists(1), stdout)
@@ -141,7 +125,7 @@ def test_hello_names_the_socket_and_moves_the_replies(
 
 
 def test_requests_before_hello_are_answered_on_the_current_channel(
-    served: tuple[_Server, _Out, direct.Listener],
+    served: tuple[_Server, RecordingOutlet, direct.Listener],
 ) -> None:
     _, stdout, listener = served
     client = _Client(listener.path)
@@ -153,7 +137,7 @@ def test_requests_before_hello_are_answered_on_the_current_channel(
 
 
 def test_a_hello_on_stdin_takes_the_replies_back_and_retires_the_socket(
-    served: tuple[_Server, _Out, direct.Listener],
+    served: tuple[_Server, RecordingOutlet, direct.Listener],
 ) -> None:
     server, stdout, listener = served
     client = _Client(listener.path)
@@ -166,7 +150,7 @@ def test_a_hello_on_stdin_takes_the_replies_back_and_retires_the_socket(
 
 
 def test_a_new_connection_replaces_the_old_one(
-    served: tuple[_Server, _Out, direct.Listener],
+    served: tuple[_Server, RecordingOutlet, direct.Listener],
 ) -> None:
     _, _, listener = served
     old = _Client(listener.path)
@@ -183,7 +167,7 @@ def test_a_new_connection_replaces_the_old_one(
 
 
 def test_garbage_and_a_dropped_connection_leave_the_others_serving(
-    served: tuple[_Server, _Out, direct.Listener],
+    served: tuple[_Server, RecordingOutlet, direct.Listener],
 ) -> None:
     _, _, listener = served
     good = _Client(listener.path)
@@ -203,7 +187,7 @@ def test_garbage_and_a_dropped_connection_leave_the_others_serving(
 
 
 def test_a_flood_of_connections_is_bounded_and_the_listener_survives(
-    served: tuple[_Server, _Out, direct.Listener],
+    served: tuple[_Server, RecordingOutlet, direct.Listener],
 ) -> None:
     _, _, listener = served
     idle = [_Client(listener.path) for _ in range(direct.MAX_CONNECTIONS)]
@@ -221,7 +205,7 @@ def test_a_flood_of_connections_is_bounded_and_the_listener_survives(
 
 @root_only
 def test_a_connection_of_another_uid_is_refused(
-    served: tuple[_Server, _Out, direct.Listener],
+    served: tuple[_Server, RecordingOutlet, direct.Listener],
 ) -> None:
     server, stdout, listener = served
     # Open the way (in a container the root-only directory is the first

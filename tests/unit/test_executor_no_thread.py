@@ -7,8 +7,6 @@ no error); with none it is refused, and the refused request never runs later.
 
 from __future__ import annotations
 
-import json
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -18,31 +16,14 @@ import pytest
 from sandboxd.executor import wire
 from sandboxd.executor.dispatch import Executor
 from sandboxd.executor.main import _Server
-
-
-class _Out:
-    """An outlet (executor.direct.Outlet) that keeps what it is given."""
-
-    def __init__(self) -> None:
-        self.data = bytearray()
-        self.lock = threading.Lock()
-
-    def write(self, parts: list[bytes]) -> None:
-        with self.lock:
-            for part in parts:
-                self.data += part
-
-    def replies(self) -> list[dict[str, Any]]:
-        with self.lock:
-            lines = bytes(self.data).splitlines()
-        return [json.loads(line) for line in lines if line]
+from tests.executor_outlet import RecordingOutlet
 
 
 def _request(request_id: int, path: str) -> wire.Frame:
     return wire.Frame(wire.encode({"id": request_id, "op": "exists", "args": {"path": path}}))
 
 
-def _wait_for(out: _Out, count: int) -> list[dict[str, Any]]:
+def _wait_for(out: RecordingOutlet, count: int) -> list[dict[str, Any]]:
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         replies = out.replies()
@@ -55,7 +36,7 @@ def _wait_for(out: _Out, count: int) -> list[dict[str, Any]]:
 @pytest.fixture
 def server(tmp_path: Path) -> _Server:
     (tmp_path / "w").mkdir()
-    return _Server(Executor(str(tmp_path / "w"), state_dir=str(tmp_path / "s")), _Out())
+    return _Server(Executor(str(tmp_path / "w"), state_dir=str(tmp_path / "s")), RecordingOutlet())
 
 
 def _no_new_threads(server: _Server, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -70,7 +51,7 @@ def test_with_a_worker_alive_the_request_waits_for_it(
     server: _Server, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     out = server.out
-    assert isinstance(out, _Out)
+    assert isinstance(out, RecordingOutlet)
     server.accept(_request(1, "."))
     assert _wait_for(out, 1)[0]["ok"]["exists"] is True
     _no_new_threads(server, monkeypatch)
@@ -88,7 +69,7 @@ def test_with_no_worker_the_request_is_refused_and_never_runs(
     server: _Server, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     out = server.out
-    assert isinstance(out, _Out)
+    assert isinstance(out, RecordingOutlet)
     _no_new_threads(server, monkeypatch)
     made = tmp_path / "w" / "made"
     server.accept(
