@@ -11,6 +11,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -71,12 +72,48 @@ def _in_thread(mask: set[signal.Signals], run: Callable[[], str]) -> str:
     return out[0]
 
 
+STARTERS: dict[str, type[subprocess.Popen[bytes]]] = {
+    "popen": subprocess.Popen,
+    "vspawn": vspawn.UserPopen,
+}
+
+
+def _fresh(starter: str, blocked: set[signal.Signals], *probe: str) -> str:
+    """A probe's output, started by ``starter`` from a thread that blocks
+    exactly ``blocked``, in a fresh interpreter.
+
+    Popen's fork (it never vforks when asked for ids) runs the at-fork
+    handlers of every library the test process has loaded: once in CI,
+    grpc's (threads left by earlier tests) skipped its own and the forked
+    child printed nothing. A fresh interpreter has only this module's imports.
+    """
+    names = ",".join(sig.name for sig in blocked)
+    done = subprocess.run(
+        [sys.executable, "-m", __name__, starter, names, *probe],
+        cwd=Path(__file__).parents[2],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _probe_here(starter: str, names: str, probe: list[str]) -> str:
+    blocked = {signal.Signals[name] for name in names.split(",") if name}
+    cls = STARTERS[starter]
+    if probe[0] == "mask":
+        return _in_thread(blocked, lambda: str(_own_mask(cls)))
+    return _in_thread(blocked, lambda: _run(cls, Path(probe[1]), session=probe[2] == "1"))
+
+
 @pytest.mark.parametrize("session", [True, False])
 def test_same_child_as_popen(tmp_path: Path, session: bool) -> None:
     # Both from a thread that blocks nothing (as the executor's threads), so
     # neither inherits whatever the test runner's thread blocks.
-    forked = _in_thread(set(), lambda: _run(subprocess.Popen, tmp_path, session=session))
-    spawned = _in_thread(set(), lambda: _run(vspawn.UserPopen, tmp_path, session=session))
+    child = ("child", str(tmp_path), "1" if session else "0")
+    forked = _fresh("popen", set(), *child)
+    spawned = _fresh("vspawn", set(), *child)
     # glibc's posix_spawn leaves its own internal signals (32, 33) ignored in
     # the child; no program can use them (SIGRTMIN is 34).
     internal = 0b11 << 31
@@ -137,8 +174,8 @@ def _own_mask(cls: type[subprocess.Popen[bytes]]) -> int:
 
 
 def test_child_starts_with_the_mask_popen_gives_from_a_thread_that_blocks_nothing() -> None:
-    forked = _in_thread(set(), lambda: str(_own_mask(subprocess.Popen)))
-    spawned = _in_thread(set(), lambda: str(_own_mask(vspawn.UserPopen)))
+    forked = _fresh("popen", set(), "mask")
+    spawned = _fresh("vspawn", set(), "mask")
     assert spawned == forked == "0"
 
 
@@ -147,5 +184,10 @@ def test_child_blocks_no_signal_whatever_the_caller_blocks() -> None:
     # would outlive exec and a timeout's SIGTERM); the spawned child starts
     # with an empty one.
     caller = {signal.SIGTERM, signal.SIGINT}
-    assert _in_thread(caller, lambda: str(_own_mask(subprocess.Popen))) != "0"
-    assert _in_thread(caller, lambda: str(_own_mask(vspawn.UserPopen))) == "0"
+    assert _fresh("popen", caller, "mask") != "0"
+    assert _fresh("vspawn", caller, "mask") == "0"
+
+
+if __name__ == "__main__":
+    # The child side of ``_fresh``.
+    sys.stdout.write(_probe_here(sys.argv[1], sys.argv[2], sys.argv[3:]))
