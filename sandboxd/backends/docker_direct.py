@@ -6,10 +6,13 @@ through ``/proc/<container pid>/root``: a path socket is found by its inode,
 so this crosses into the container's mount namespace without entering it.
 
 Everything about the path comes from inside the container and is untrusted:
-a root process in there could replace the socket with a symlink (an absolute
-one resolves against the HOST root under /proc/<pid>/root) or its own
-listener. So the final component is opened with O_PATH|O_NOFOLLOW, must be a
-socket, and, before one byte is sent, the listener's credentials
+a root process in there could replace the socket, or any folder on the way
+to it, with a symlink (an absolute one resolves against the HOST root under
+/proc/<pid>/root) or the socket with its own listener. So the path is opened
+with openat2 beneath the container's root with no symlink followed anywhere
+(the executor's own path has none; a kernel without openat2 stays on
+attach), O_PATH so nothing is connected yet; it must be a socket; and,
+before one byte is sent, the listener's credentials
 (SO_PEERCRED: taken when it called listen) must be those of the executor:
 uid 0, a child of the container's init (State.Pid: our bootstrap, which
 forks the executor and nothing else), with the container-side pid the
@@ -21,6 +24,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
+import errno
 import os
 import re
 import signal
@@ -37,6 +42,14 @@ _UCRED = struct.Struct("3i")
 _SO_PEERPIDFD = 77
 #: Bytes asked of the socket per read.
 READ_SIZE = 1 << 20
+#: openat2(2): one number on every architecture (Linux 5.6).
+_SYS_OPENAT2 = 437
+#: struct open_how {u64 flags; u64 mode; u64 resolve}.
+_OPEN_HOW = struct.Struct("=QQQ")
+_RESOLVE_NO_MAGICLINKS = 0x02
+_RESOLVE_NO_SYMLINKS = 0x04
+_RESOLVE_BENEATH = 0x08
+_libc = ctypes.CDLL(None, use_errno=True)
 
 
 class DirectUnavailable(Exception):
@@ -74,12 +87,14 @@ def connect(
         raise DirectUnavailable("the container has no host pid (not running?)")
     if not isinstance(executor_pid, int) or executor_pid <= 0:
         raise DirectUnavailable("the executor's hello gave no pid")
-    target = f"{proc}/{container_pid}/root{check_path(path)}"
+    root = f"{proc}/{container_pid}/root"
+    target = f"{root}{check_path(path)}"
     try:
-        fd = os.open(target, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = open_beneath(root, check_path(path).lstrip("/"))
     except OSError as exc:
         # runsc (gVisor): /proc/<pid>/root is not the sandbox's filesystem;
-        # a daemon without the host's pid namespace has no such /proc entry.
+        # a daemon without the host's pid namespace has no such /proc entry;
+        # ELOOP: a symlink on the way.
         raise DirectUnavailable(f"cannot open {target}: {exc.strerror}") from None
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
     try:
@@ -102,6 +117,37 @@ def connect(
     finally:
         os.close(fd)
     return sock
+
+
+def open_beneath(root: str, relative: str) -> int:
+    """An O_PATH descriptor of ``root``/``relative``, resolved beneath ``root``
+    following no symlink at all (ELOOP if one is on the way)."""
+    # ``root`` itself (/proc/<pid>/root, a magic link the kernel resolves to
+    # the container's root) is ours; only what is below it is theirs.
+    base = os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        how = _OPEN_HOW.pack(
+            os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC,
+            0,
+            _RESOLVE_BENEATH | _RESOLVE_NO_SYMLINKS | _RESOLVE_NO_MAGICLINKS,
+        )
+        fd = _libc.syscall(
+            ctypes.c_long(_SYS_OPENAT2),
+            ctypes.c_int(base),
+            ctypes.c_char_p(os.fsencode(relative)),
+            ctypes.c_char_p(how),
+            ctypes.c_size_t(len(how)),
+        )
+        if fd < 0:
+            code = ctypes.get_errno()
+            if code in (errno.ENOSYS, errno.EPERM):
+                # An old kernel, or a seccomp profile (a sidecar's) without
+                # openat2: no safe walk, so no direct channel.
+                raise OSError(code, f"openat2 unavailable ({os.strerror(code)})")
+            raise OSError(code, os.strerror(code))
+        return int(fd)
+    finally:
+        os.close(base)
 
 
 def _check_peer(sock: socket.socket, container_pid: int, executor_pid: int) -> None:

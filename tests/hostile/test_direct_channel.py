@@ -3,16 +3,20 @@
 The workload (the sandbox user) must not reach the socket at all. A root
 process inside the container (``docker exec -u 0`` stands in for a workload
 that broke out to root) may replace the socket with its own listener or with
-a symlink to a host socket: the daemon's peer check refuses both before it
-sends a byte, and the workspace keeps working over the attach stream. Root
-flooding the socket with connections must not take the live channel down.
+a symlink to a host socket, or a folder on the way with a symlink to a host
+folder: the walk follows no symlink and the peer check refuses a listener
+before one byte is sent, and the workspace keeps working over the attach
+stream. Root flooding the socket with connections must not take the live channel down.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import re
+import socket
 import time
+from pathlib import Path
 
 import anyio
 import pytest
@@ -134,6 +138,39 @@ async def test_a_symlink_to_a_host_socket_is_not_followed(
     assert workspace.channel_kind == "attach"
     assert f"/run/sandboxd/{folder}/s is not a socket" in caplog.text
     assert (await workspace.call("exec", {"argv": ["echo", "ok"]}))["stdout"] == b"ok\n"
+
+
+async def test_a_symlinked_folder_to_a_host_socket_is_not_entered(
+    open_workspace: OpenWorkspace, caplog: pytest.LogCaptureFixture, tmp_path: Path
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="sandboxd.backends.docker_workspace")
+    workspace = await open_workspace()
+    folder = await _socket_dir(workspace)
+    # A host folder with a listening "s": the socket's own folder in the
+    # container becomes an absolute symlink to it, which a plain walk under
+    # /proc/<pid>/root would follow on the HOST and connect to.
+    host_dir = tmp_path / "host"
+    host_dir.mkdir()
+    host = socket.socket(socket.AF_UNIX)
+    handle = os.open(host_dir, os.O_PATH)
+    host.bind(f"/proc/self/fd/{handle}/s")  # a unix path holds 107 bytes
+    os.close(handle)
+    host.listen(1)
+    host.setblocking(False)
+    try:
+        await _as_root(
+            workspace,
+            f"import os; d = '/run/sandboxd/{folder}'; os.rename(d, d + '.moved'); "
+            f"os.symlink({str(host_dir)!r}, d)",
+        )
+        await _reconnect(workspace)
+        assert workspace.channel_kind == "attach"
+        assert "Too many levels of symbolic links" in caplog.text
+        with pytest.raises(BlockingIOError):
+            host.accept()  # never connected to
+        assert (await workspace.call("exec", {"argv": ["echo", "ok"]}))["stdout"] == b"ok\n"
+    finally:
+        host.close()
 
 
 async def test_a_flood_of_connections_leaves_the_channel_serving(

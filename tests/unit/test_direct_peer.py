@@ -164,3 +164,33 @@ def test_a_listener_that_is_gone_is_refused(tree: _Tree) -> None:
     time.sleep(0.05)
     with pytest.raises(DirectUnavailable):
         connect(tree.pid, tree.name, listener, proc=str(tree.proc))
+
+
+@pytest.mark.parametrize("link", ["absolute", "relative"])
+def test_a_symlinked_folder_on_the_way_is_not_followed(
+    tree: _Tree, tmp_path: Path, link: str
+) -> None:
+    # The socket's own folder replaced by a symlink to a host folder holding a
+    # listening "s": resolved on the host it would be connected to before any
+    # peer check. Nothing on the way is followed, so nothing is connected.
+    host_dir = tmp_path / "host"
+    host_dir.mkdir()
+    host = socket.socket(socket.AF_UNIX)
+    folder = os.open(host_dir, os.O_PATH)
+    host.bind(f"/proc/self/fd/{folder}/s")
+    os.close(folder)
+    host.listen(1)
+    host.setblocking(False)
+    try:
+        tree.path.parent.rmdir()
+        target = (
+            host_dir if link == "absolute" else os.path.relpath(host_dir, tree.path.parent.parent)
+        )
+        tree.path.parent.symlink_to(target)
+        assert (tree.path.parent / "s").is_socket()  # a plain walk would reach it
+        with pytest.raises(DirectUnavailable, match=r"cannot open .*symbolic links"):
+            connect(tree.pid, tree.name, 2, proc=str(tree.proc))
+        with pytest.raises(BlockingIOError):
+            host.accept()
+    finally:
+        host.close()
