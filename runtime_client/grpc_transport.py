@@ -290,6 +290,7 @@ class GrpcTransport:
         arguments: Mapping[str, Any],
         *,
         tool_call_id: str | None = None,
+        cwd: str | None = None,
     ) -> SandboxToolResult:
         # CallTool rather than the typed RPCs: the fields come back exactly as
         # the tool made them, so both factories hand out identical results.
@@ -298,6 +299,7 @@ class GrpcTransport:
             name=name,
             arguments_json=json.dumps(dict(arguments)),
             tool_call_id=tool_call_id or "",
+            cwd=cwd or "",
         )
         reply = await self._call_tool(request)
         fields = json.loads(reply.fields_json or "{}")

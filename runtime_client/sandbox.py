@@ -268,16 +268,24 @@ class Sandbox:
     # ------------------------------------------------------------ the six tools
 
     async def call_tool(
-        self, name: str, arguments: Mapping[str, Any], *, tool_call_id: str | None = None
+        self,
+        name: str,
+        arguments: Mapping[str, Any],
+        *,
+        tool_call_id: str | None = None,
+        cwd: str | None = None,
     ) -> SandboxToolResult:
         """Run a tool with arguments exactly as a model produced them.
 
         With ``tool_call_id``, retrying a write, edit or bash that already
         completed returns the recorded result (``fields["replayed"]``)
-        instead of applying it twice.
+        instead of applying it twice. With ``cwd`` (absolute, or relative to
+        the workdir; an existing folder), the call runs there: relative paths
+        and bash's starting folder resolve against it, and bash's saved cwd
+        is neither used nor changed.
         """
         return await self._transport.call_tool(
-            self.instance_id, name, arguments, tool_call_id=tool_call_id
+            self.instance_id, name, arguments, tool_call_id=tool_call_id, cwd=cwd
         )
 
     async def read(

@@ -107,6 +107,7 @@ class SandboxTransport(Protocol):
         arguments: Mapping[str, Any],
         *,
         tool_call_id: str | None = None,
+        cwd: str | None = None,
     ) -> SandboxToolResult: ...
 
     async def upload_file(

@@ -174,6 +174,12 @@ class ToolCallRequest(_Request):
         description="retry key: a write, edit or bash already completed under this id returns "
         "its recorded result instead of running again",
     )
+    cwd: str | None = Field(
+        None,
+        description="the folder this call runs in (absolute, or relative to the workdir; an "
+        "existing folder): relative paths and bash's starting folder resolve against it; "
+        "bash's saved cwd is neither used nor changed. Empty or absent: the workdir",
+    )
 
 
 class ToolDescription(BaseModel):

@@ -12,6 +12,7 @@ import json
 import grpc
 import pytest
 
+from runtime_client import GrpcSandboxFactory, InvalidArgument
 from sandboxd.grpc.server import Server
 from sandboxd.v1 import sandbox_pb2 as pb
 from sandboxd.v1 import sandbox_pb2_grpc as pb_grpc
@@ -109,3 +110,22 @@ async def test_tool_calls_stream_carries_the_folder(server: Server) -> None:
         await stream.done_writing()
         assert answer.call_id == 7
         assert answer.result.text.splitlines()[0].endswith("/in/here")
+
+
+async def test_the_python_runtime_sends_the_folder(factory: GrpcSandboxFactory) -> None:
+    sandbox = await factory.create_sandbox("cwd-runtime")
+    root = (await sandbox.call_tool("bash", {"command": "mkdir -p in/here && pwd"})).text
+    root = root.splitlines()[0]
+    wrote = await sandbox.call_tool("write", {"file_path": "w.txt", "content": "x\n"}, cwd="in")
+    assert not wrote.is_error, wrote.text
+    assert (await sandbox.read_file("in/w.txt")).data == b"x\n"
+    here = await sandbox.call_tool("bash", {"command": "pwd"}, cwd="in/here")
+    assert here.text.splitlines()[0] == f"{root}/in/here"
+    # None and "" are the workdir, as an unset field on the wire.
+    for plain in (None, ""):
+        pwd = await sandbox.call_tool("bash", {"command": "pwd"}, cwd=plain)
+        assert pwd.text.splitlines()[0] == root
+    missing = await sandbox.call_tool("read", {"file_path": "w.txt"}, cwd="gone")
+    assert missing.is_error and missing.text.startswith(f"Error: the working folder {root}/gone")
+    with pytest.raises(InvalidArgument, match="cwd"):
+        await sandbox.call_tool("read", {"file_path": "w.txt"}, cwd="a\x00b")

@@ -35,7 +35,9 @@ async def _call(
         call.tool_call_id = body.tool_call_id or ""
     # "" is no id, as on gRPC, where an empty string cannot be told from an unset one.
     tool_call_id = body.tool_call_id or None
-    result = await service.call_tool(instance_id, name, body.arguments, tool_call_id=tool_call_id)
+    result = await service.call_tool(
+        instance_id, name, body.arguments, tool_call_id=tool_call_id, cwd=body.cwd or None
+    )
     if call is not None:
         call.tool_error = result.is_error
     return ToolCallResponse(text=result.text, is_error=result.is_error, fields=dict(result.fields))
