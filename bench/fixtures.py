@@ -83,3 +83,13 @@ def setup_shell() -> str:
 
 def _sh(text: str) -> str:
     return shlex.quote(text)
+
+
+#: The throughput run: kind -> (tool, arguments, callers per sandbox), over
+#: ``THROUGHPUT_SANDBOXES`` sandboxes; the floor's run (bench.floor_throughput)
+#: uses the same.
+THROUGHPUT_SANDBOXES = 8
+THROUGHPUT_KINDS: dict[str, tuple[str, dict[str, str], int]] = {
+    "file": ("read", {"file_path": READ_FILE}, 4),
+    "bash": ("bash", {"command": "true"}, 2),
+}

@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from bench.markdown import THROUGHPUT_ROWS, floor_share
 from bench.stats import Summary
 from bench.targets import Target
 
@@ -106,18 +107,14 @@ def render(results: dict[str, Any], targets: list[Target]) -> str:
             [
                 name,
                 f"{v['calls_per_s']:.0f}",
+                floor_share(tp, key),
                 str(v["calls"]),
                 f"{v['sandboxes']} x {v['callers_per_sandbox']}",
             ]
-            for name, key in (
-                ("file tool (read 1 KiB)", "file"),
-                ("bash true", "bash"),
-                ("runsc: file tool (read 1 KiB)", "file_runsc"),
-                ("runsc: bash true", "bash_runsc"),
-            )
+            for name, key in THROUGHPUT_ROWS
             if (v := tp.get(key))
         ]
-        headers = ["calls", "calls/s", "n", "sandboxes x callers"]
+        headers = ["calls", "calls/s", "of floor", "n", "sandboxes x callers"]
         parts += ["Aggregate throughput", _grid(headers, rows), ""]
     extra = []
     if "big_file_first_page" in results:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import fixtures as fx
-from bench import scenarios, subjects
+from bench import floor_throughput, scenarios, subjects
 from bench.report import render, write_json
 from bench.resources import IMAGE, Resources, interrupt_on_sigterm
 from bench.stats import Op, Summary, summarize, time_interleaved
@@ -165,38 +165,38 @@ async def bench(res: Resources, plan: Plan, args: argparse.Namespace, stamp: str
             target, cold=True, n=plan.lifecycle, prefix="cold-runsc", options=scenarios.RUNSC
         )
 
-    log(f"throughput: 8 sandboxes, {plan.throughput_s:.0f} s per kind")
+    count = fx.THROUGHPUT_SANDBOXES
+    log(f"throughput: {count} sandboxes, {plan.throughput_s:.0f} s per kind")
+    results["throughput"] = {}
     async with GrpcSandboxFactory(target) as factory:
-        boxes = [await factory.create_sandbox(f"tp-{i}") for i in range(8)]
+        boxes = [await factory.create_sandbox(f"tp-{i}") for i in range(count)]
         for box in boxes:
             await box.write_file(fx.READ_FILE, fx.KIB_TEXT)
         # The eight creates raised the pool's aim: let it refill first, so the
         # calls are measured, not the container starts behind them.
         await scenarios.wait_pool_full(factory)
-        read_args = {"file_path": fx.READ_FILE}
-        results["throughput"] = {
-            "file": await scenarios.throughput(
-                boxes, tool="read", args=read_args, callers=4, seconds=plan.throughput_s
-            ),
-            "bash": await scenarios.throughput(
-                boxes, tool="bash", args={"command": "true"}, callers=2, seconds=plan.throughput_s
-            ),
-        }
+        for kind, (tool, tool_args, callers) in fx.THROUGHPUT_KINDS.items():
+            results["throughput"][kind] = await scenarios.throughput(
+                boxes, tool=tool, args=tool_args, callers=callers, seconds=plan.throughput_s
+            )
         for box in boxes:
             await box.delete()
         if runsc:
-            log(f"throughput under runsc: 8 sandboxes, {plan.throughput_s:.0f} s per kind")
-            boxes = [await _runsc_sandbox(factory, f"tp-runsc-{i}") for i in range(8)]
+            log(f"throughput under runsc: {count} sandboxes, {plan.throughput_s:.0f} s per kind")
+            boxes = [await _runsc_sandbox(factory, f"tp-runsc-{i}") for i in range(count)]
             for box in boxes:
                 await box.write_file(fx.READ_FILE, fx.KIB_TEXT)
-            results["throughput"]["file_runsc"] = await scenarios.throughput(
-                boxes, tool="read", args=read_args, callers=4, seconds=plan.throughput_s
-            )
-            results["throughput"]["bash_runsc"] = await scenarios.throughput(
-                boxes, tool="bash", args={"command": "true"}, callers=2, seconds=plan.throughput_s
-            )
+            for kind, (tool, tool_args, callers) in fx.THROUGHPUT_KINDS.items():
+                results["throughput"][f"{kind}_runsc"] = await scenarios.throughput(
+                    boxes, tool=tool, args=tool_args, callers=callers, seconds=plan.throughput_s
+                )
             for box in boxes:
                 await box.delete()
+    log(f"throughput's floor: the same loops on the in-process tool code, {count} processes")
+    for kind, (tool, tool_args, callers) in fx.THROUGHPUT_KINDS.items():
+        results["throughput"][f"{kind}_floor"] = await floor_throughput.throughput(
+            tool=tool, args=tool_args, sandboxes=count, callers=callers, seconds=plan.throughput_s
+        )
 
     log(f"idle memory: a fresh daemon (no pool), {plan.idle_instances} idle instances")
     fresh = res.start_daemon("--pool-size", "0", suffix="-mem")

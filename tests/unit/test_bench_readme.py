@@ -37,3 +37,17 @@ def test_block_marks_every_missed_target() -> None:
     assert "- PASS b: 5,000 ≥ 3,000 calls/s" in text
     assert "| read 1 KiB | 2.00 | 4.00 | 0.50x | - |" in text
     assert markdown.block_in("intro\n" + text + "\nrest") == ("x.json", text)
+
+
+def test_throughput_rows_say_their_share_of_the_floor() -> None:
+    def row(calls_per_s: float) -> dict[str, object]:
+        return {"calls_per_s": calls_per_s, "sandboxes": 8, "callers_per_sandbox": 2, "calls": 1}
+
+    throughput = {"bash": row(400.0), "bash_floor": row(800.0), "file": row(2000.0)}
+    assert markdown.floor_share(throughput, "bash") == "0.50x"
+    assert markdown.floor_share(throughput, "bash_floor") == "-"
+    assert markdown.floor_share(throughput, "file") == "-"  # no floor measured
+    results = {"meta": {"started": "t", "host": "h"}, "ops": {}, "throughput": throughput}
+    text = markdown.render(results, "x")
+    assert "| bash `true` | 400 | 0.50x | 8 x 2 |" in text
+    assert "| floor: bash `true`, in-process | 800 | - | 8 x 2 |" in text
