@@ -70,6 +70,9 @@ class DockerWorkspace:
         self._logs: ExecutorChannel | None = None
         #: "direct" or "attach" while connected (docker_direct), else None.
         self.channel_kind: str | None = None
+        #: How the executor's modules were made: "shipped" (the daemon's
+        #: bytecode, executor.bundle) or "compiled" in the container.
+        self.executor_bytecode: str | None = None
         self._connecting = asyncio.Lock()
         self.last_used = time.monotonic()
         self.in_flight = 0
@@ -208,7 +211,7 @@ class DockerWorkspace:
         try:
             await self._run(self._container.start)
             metrics.container_started()
-            await channel.send_raw(bundle_payload())
+            await channel.send_raw(bundle_payload(bytecode=self._settings.ship_bytecode))
             hello = await self._handshake(channel, self._settings.start_timeout_s)
             if hello is not None:
                 # Refresh the cached state ("created" -> "running") for SandboxInfo,
@@ -243,7 +246,9 @@ class DockerWorkspace:
         except SandboxdError as exc:
             log.info("workspace %s: no hello: %s", self._instance_id, exc)
             return None
-        if hello.get("protocol") == PROTOCOL_VERSION and hello.get("bundle") == bundle_id():
+        ours = bundle_id(bytecode=self._settings.ship_bytecode)
+        if hello.get("protocol") == PROTOCOL_VERSION and hello.get("bundle") == ours:
+            self.executor_bytecode = str(hello.get("bytecode", "compiled"))
             return hello
         return None
 

@@ -96,6 +96,8 @@ class Executor:
         self.processes = processes.Processes(state_dir)
         #: The direct channel's socket path (executor.direct), named in hello.
         self.direct_path: str | None = None
+        #: "shipped" when the bootstrap loaded the daemon's bytecode (main.BYTECODE).
+        self.bytecode = "compiled"
 
     def handle(
         self,
@@ -157,6 +159,7 @@ def _hello(
         "protocol": PROTOCOL_VERSION,
         "pid": os.getpid(),
         "bundle": ex.bundle_id,
+        "bytecode": ex.bytecode,
     }
     if ex.direct_path is not None:
         reply["direct"] = ex.direct_path

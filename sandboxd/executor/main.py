@@ -36,6 +36,10 @@ MAX_WORKERS = 256
 #: Bytes asked of stdin per read (a raw upload chunk arrives in one or two).
 READ_SIZE = 1 << 20
 MAX_REQUEST_LINE = 1 << 30
+#: How this executor's modules were made: "compiled" from the bundle's
+#: sources here, or "shipped" bytecode the bootstrap loaded (executor.bundle
+#: sets it). Said in hello, so the daemon and tests can tell.
+BYTECODE = "compiled"
 #: The channel's pipes are widened to this (Linux caps it at pipe-max-size),
 #: so a 1 MiB chunk crosses in one hand-over instead of sixteen.
 PIPE_SIZE = 1 << 20
@@ -313,6 +317,7 @@ def main(stdin: io.BufferedReader, bundle_id: str, argv: Sequence[str] = ()) -> 
     _harden()
     _separate(SEPARATE in argv)
     executor = Executor(os.getcwd(), state_dir=STATE_DIR, bundle_id=bundle_id)
+    executor.bytecode = BYTECODE
     _widen_pipes()
     stdio = direct.PipeOutlet(sys.stdout.buffer)
     server = _Server(executor, stdio)

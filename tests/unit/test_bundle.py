@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import importlib.util
 import json
+import marshal
 import subprocess
+import sys
+import zlib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -50,3 +57,126 @@ def test_bundle_id_is_stable_and_covers_the_executor() -> None:
     blob = bundle.bundle_payload().split(b"\n", 1)[1]
     modules = json.loads(blob)
     assert {"sandboxd.errors", "sandboxd.executor.main", "sandboxd.executor.files"} <= set(modules)
+
+
+# The loader of the bootstrap the first round shipped (no bytecode): the
+# command of every container an older daemon made, which a newer daemon may
+# restart and feed its bundle.
+ROUND_ONE_LOADER = """\
+import sys, os, json, hashlib, importlib.abc, importlib.util
+r = sys.stdin.buffer
+blob = r.read(int(r.readline()))
+mods = json.loads(blob)
+class Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def find_spec(self, name, path, target=None):
+        if name in mods:
+            return importlib.util.spec_from_loader(name, self, is_package=mods[name][0])
+    def create_module(self, spec):
+        return None
+    def exec_module(self, module):
+        code = compile(mods[module.__name__][1], "<sandboxd>/" + module.__name__, "exec")
+        exec(code, module.__dict__)
+sys.meta_path.insert(0, Finder())
+import sandboxd.executor.main as m
+m.main(r, hashlib.sha256(blob).hexdigest()[:16], sys.argv[1:])
+"""
+
+
+def _hello(command: list[str], blob: bytes, cwd: Path) -> dict[str, object]:
+    done = subprocess.run(
+        command,
+        input=f"{len(blob)}\n".encode() + blob + wire.encode({"id": 1, "op": "hello", "args": {}}),
+        capture_output=True,
+        cwd=cwd,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    reply = json.loads(done.stdout.splitlines()[0])
+    assert "ok" in reply, reply
+    ok: dict[str, object] = reply["ok"]
+    return ok
+
+
+def _blob(*, bytecode: bool = True) -> bytes:
+    return bundle.bundle_payload(bytecode=bytecode).split(b"\n", 1)[1]
+
+
+def test_an_interpreter_of_the_same_magic_runs_the_shipped_bytecode(tmp_path: Path) -> None:
+    hello = _hello(bundle.bootstrap_command(sys.executable), _blob(), tmp_path)
+    assert hello["bytecode"] == "shipped"
+    assert hello["bundle"] == bundle.bundle_id()
+
+
+def test_another_magic_compiles_the_sources(tmp_path: Path) -> None:
+    modules = json.loads(_blob())
+    magic, packed = modules[bundle.BYTECODE_KEY]
+    assert magic == importlib.util.MAGIC_NUMBER.hex()
+    modules[bundle.BYTECODE_KEY] = ["00000d0a", packed]  # another interpreter's
+    blob = json.dumps(modules).encode()
+    hello = _hello(bundle.bootstrap_command(sys.executable), blob, tmp_path)
+    assert hello["bytecode"] == "compiled"
+    assert hello["bundle"] == hashlib.sha256(blob).hexdigest()[:16]
+
+
+def test_without_bytecode_the_sources_are_compiled(tmp_path: Path) -> None:
+    hello = _hello(bundle.bootstrap_command(sys.executable), _blob(bytecode=False), tmp_path)
+    assert hello["bytecode"] == "compiled"
+    assert hello["bundle"] == bundle.bundle_id(bytecode=False) != bundle.bundle_id()
+
+
+def test_a_round_one_bootstrap_runs_the_bundle_from_its_sources(tmp_path: Path) -> None:
+    hello = _hello([sys.executable, "-I", "-c", ROUND_ONE_LOADER], _blob(), tmp_path)
+    assert hello["bundle"] == bundle.bundle_id()
+    assert hello["bytecode"] == "compiled"
+
+
+def test_the_shipped_bytecode_is_what_the_bootstrap_would_compile() -> None:
+    # Compiled in a fresh interpreter the way the bootstrap compiles (no
+    # inherited __future__ flags), module by module: the same instructions,
+    # flags, names and constants. (marshal's bytes differ between processes
+    # with interning, so code objects are compared by what they hold.)
+    modules = json.loads(_blob())
+    _, packed = modules.pop(bundle.BYTECODE_KEY)
+    shipped = marshal.loads(zlib.decompress(base64.b64decode(packed)))
+    assert set(shipped) == set(modules)
+    fresh = subprocess.run(
+        [sys.executable, "-I", "-c", CANON + COMPILE_LIKE_THE_BOOTSTRAP],
+        input=json.dumps(modules).encode(),
+        capture_output=True,
+        check=True,
+    )
+    space: dict[str, Any] = {}
+    exec(CANON, space)
+    assert json.loads(fresh.stdout) == {
+        name: space["canon"](code) for name, code in shipped.items()
+    }
+    # The canon holds the flags; this says which ones matter: a module asks
+    # for postponed annotations itself or does not get them.
+    for name, code in shipped.items():
+        asked = "from __future__ import annotations" in modules[name][1]
+        assert bool(code.co_flags & ANNOTATIONS_FUTURE) == asked, name
+
+
+#: CO_FUTURE_ANNOTATIONS: what compile() would inherit from bundle.py itself.
+ANNOTATIONS_FUTURE = 0x1000000
+
+CANON = """\
+import types
+def canon(code):
+    def const(value):
+        if isinstance(value, types.CodeType):
+            return canon(value)
+        if isinstance(value, frozenset):
+            return sorted(repr(item) for item in value)
+        return repr(value)
+    return [code.co_code.hex(), code.co_flags, list(code.co_names), list(code.co_varnames),
+            code.co_filename, code.co_firstlineno, [const(c) for c in code.co_consts]]
+"""
+
+COMPILE_LIKE_THE_BOOTSTRAP = """\
+import json, sys
+mods = json.loads(sys.stdin.buffer.read())
+print(json.dumps({
+    name: canon(compile(src, "<sandboxd>/" + name, "exec")) for name, (_, src) in mods.items()
+}))
+"""
