@@ -29,6 +29,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from sandboxd.executor.identity import SEPARATE
+
 #: The bundle's key for the compiled modules (NUL: no module name has one).
 BYTECODE_KEY = "\x00bytecode"
 
@@ -85,9 +87,6 @@ if codes:
     m.BYTECODE = "shipped"
 m.main(r, hashlib.sha256(blob).hexdigest()[:16], sys.argv[1:])
 """.replace("BYTECODE_KEY", repr(BYTECODE_KEY))
-
-#: The bootstrap argument that turns privilege separation on (executor.identity).
-SEPARATE = "separate"
 
 
 def bootstrap_command(python: str = "python3", *, separate: bool = False) -> list[str]:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import socket
 import struct
 import threading
@@ -120,7 +119,9 @@ class Listener:
         max_line: int,
     ) -> Listener:
         """Bind in a fresh private directory; call as root (the daemon checks it)."""
-        directory = os.path.join(state_dir, secrets.token_hex(8))
+        # os.urandom is what secrets.token_hex reads; importing secrets
+        # (hmac, random) would cost every executor start.
+        directory = os.path.join(state_dir, os.urandom(8).hex())
         # mkdir fails on anything already there (a planted symlink included).
         os.mkdir(directory, 0o700)
         os.chmod(directory, 0o700)

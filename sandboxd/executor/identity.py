@@ -30,6 +30,9 @@ import platform
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+#: The bootstrap argument that turns privilege separation on
+#: (executor.bundle puts it on the container's command line).
+SEPARATE = "separate"
 #: The sandbox user of the workspace image (images/workspace).
 SANDBOX_UID = 1000
 SANDBOX_GID = 1000

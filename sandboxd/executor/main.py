@@ -24,7 +24,6 @@ from typing import Any
 
 from sandboxd.errors import InvalidArgument, SandboxdError
 from sandboxd.executor import direct, identity, wire
-from sandboxd.executor.bundle import SEPARATE
 from sandboxd.executor.credits import MAX_GRANT, WINDOW, Credits
 from sandboxd.executor.dispatch import Executor
 from sandboxd.executor.wire import from_wire
@@ -315,7 +314,7 @@ def _listen(server: _Server) -> direct.Listener | None:
 
 def main(stdin: io.BufferedReader, bundle_id: str, argv: Sequence[str] = ()) -> None:
     _harden()
-    _separate(SEPARATE in argv)
+    _separate(identity.SEPARATE in argv)
     executor = Executor(os.getcwd(), state_dir=STATE_DIR, bundle_id=bundle_id)
     executor.bytecode = BYTECODE
     _widen_pipes()
