@@ -57,7 +57,7 @@ async def _cold_create(
 async def measure(res: Resources, rounds: int) -> dict[str, Any]:
     backends: dict[str, tuple[DockerBackend, Settings]] = {}
     for kind, ship in KINDS.items():
-        settings = Settings(namespace=f"{res.namespace}-{kind[0]}", pool_size=0, ship_bytecode=ship)
+        settings = Settings(namespace=f"{res.namespace}-{kind}", pool_size=0, ship_bytecode=ship)
         res.extra_namespaces.append(settings.namespace)
         backend = DockerBackend(settings)
         await backend.start()
