@@ -184,6 +184,33 @@ def _check_peer(sock: socket.socket, container_pid: int, executor_pid: int) -> N
             os.close(pidfd)
 
 
+def executor_gone(container_pid: object, *, proc: str = "/proc") -> bool:
+    """Whether the container's init (host pid) is gone or has no live child:
+    its executor, the init's only child, is dead (a zombie not yet reaped
+    counts as dead). False when unknown."""
+    if not isinstance(container_pid, int) or container_pid <= 0:
+        return False
+    try:
+        with open(f"{proc}/{container_pid}/task/{container_pid}/children", "rb") as listing:
+            children = listing.read().split()
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return all(_dead(proc, child.decode()) for child in children)
+
+
+def _dead(proc: str, pid: str) -> bool:
+    try:
+        with open(f"{proc}/{pid}/stat", "rb") as stat_file:
+            # "pid (comm) S ...": the state follows the last ")".
+            return stat_file.read().rpartition(b")")[2].split()[0] in (b"Z", b"X")
+    except FileNotFoundError:
+        return True
+    except (OSError, IndexError):
+        return False
+
+
 def _status(pid: int) -> tuple[int, list[int]]:
     """PPid and NSpid (host first, innermost last) of a host pid."""
     ppid = -1

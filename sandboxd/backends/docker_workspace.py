@@ -26,7 +26,12 @@ from docker.models.containers import Container
 
 from sandboxd.backends.channel import ExecutorChannel
 from sandboxd.backends.docker_attach import DemuxedStdout, open_attach, widen
-from sandboxd.backends.docker_direct import DirectUnavailable, SocketSource, connect
+from sandboxd.backends.docker_direct import (
+    DirectUnavailable,
+    SocketSource,
+    connect,
+    executor_gone,
+)
 from sandboxd.config import Settings
 from sandboxd.errors import SandboxdError, SandboxUnavailable
 from sandboxd.executor import wire
@@ -42,6 +47,8 @@ Run = Callable[..., Awaitable[Any]]
 
 #: How long a re-attached executor has to answer before the container restarts.
 ADOPT_HELLO_TIMEOUT_S = 5.0
+#: How long a container whose executor died may take to show it has stopped.
+STOP_WAIT_S = 5.0
 #: Slack on top of an operation's own timeout before the daemon gives up on it.
 CALL_GRACE_S = 30.0
 DEFAULT_CALL_TIMEOUT_S = 300.0
@@ -192,7 +199,9 @@ class DockerWorkspace:
                 f"the container of sandbox {self._instance_id!r} was removed outside sandboxd; "
                 "delete the sandbox and create it again"
             ) from None
-        self.channel_kind = None
+        was_direct, self.channel_kind = self.channel_kind == "direct", None
+        if self._container.status == "running" and was_direct:
+            await self._let_a_dead_executors_container_stop()
         if self._container.status == "running":
             channel = await self._attach(resync=True)
             # Ends any frame a previous daemon left torn, raw payload included.
@@ -227,6 +236,25 @@ class DockerWorkspace:
             f"the executor of sandbox {self._instance_id!r} did not start"
             + (f": {clue}" if clue else "; does the image have python3 on its PATH?")
         )
+
+    async def _let_a_dead_executors_container_stop(self) -> None:
+        """After a direct channel broke: if the executor is dead, wait for its
+        container to stop instead of re-attaching.
+
+        The socket closes the moment the executor dies, before the engine has
+        seen the container exit; re-attaching then would send the resync
+        padding and a hello into a stdin the engine keeps across the restart
+        and copies into it while the next bundle goes in (seen corrupting
+        the bundle in CI). Its init exits right after the executor, so the
+        wait is short.
+        """
+        state = self._container.attrs.get("State") or {}
+        if not executor_gone(state.get("Pid")):
+            return
+        deadline = time.monotonic() + STOP_WAIT_S
+        while self._container.status == "running" and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+            await self._run(self._container.reload)
 
     async def _attach(self, *, resync: bool = False) -> ExecutorChannel:
         reader, writer = await open_attach(self._settings.docker_host, self.container_id)

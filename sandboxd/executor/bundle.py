@@ -60,7 +60,19 @@ if os.getpid() == 1:
                 code = os.waitstatus_to_exitcode(status)
                 os._exit(code if code >= 0 else 128 - code)
 r = sys.stdin.buffer
-blob = r.read(int(r.readline()))
+# Anything before the length line is stale: a daemon that re-attached while
+# the last executor was dying sent its resync padding (newlines) and a hello
+# into stdin, and the engine hands them to this start first.
+while True:
+    ahead = r.peek(1)
+    blank = len(ahead) - len(ahead.lstrip(b"\\n"))
+    if blank:
+        r.read(blank)
+        continue
+    line = r.readline()
+    if not line or line.strip().isdigit():
+        break
+blob = r.read(int(line))
 mods = json.loads(blob)
 shipped = mods.pop(BYTECODE_KEY, None)
 codes = {}

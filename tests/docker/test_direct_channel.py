@@ -12,6 +12,7 @@ import logging
 import os
 import secrets
 import shutil
+import signal
 import sys
 import time
 
@@ -20,6 +21,7 @@ import docker
 import pytest
 from prometheus_client import REGISTRY
 
+from sandboxd.backends.docker_direct import executor_gone
 from sandboxd.backends.docker_workspace import DockerWorkspace
 from sandboxd.models import Runtime
 from tests.docker_fixtures import IMAGE, RUN_PREFIX
@@ -60,6 +62,31 @@ async def test_reattaching_moves_to_the_direct_channel_again(open_workspace: Ope
         assert workspace.channel_kind == "direct"
         # The same executor: the attach stream that was let go of left its stdin open.
         assert await _executor_pid(workspace) == pid
+    assert (await workspace.call("exec", {"argv": ["echo", "ok"]}))["stdout"] == b"ok\n"
+    # A live executor is one (the reconnects above did not wait for a stop).
+    assert not executor_gone(workspace.container.attrs["State"]["Pid"])
+
+
+async def test_a_dead_executor_is_seen_gone_from_the_host(open_workspace: Open) -> None:
+    workspace = await open_workspace()
+    host_pid = workspace.container.attrs["State"]["Pid"]
+    pid = await _executor_pid(workspace)
+    # From the host: the kernel ignores SIGSTOP sent to a pid namespace's
+    # init from inside it.
+    os.kill(host_pid, signal.SIGSTOP)
+    try:
+        # The init is stopped, so the container stays up with its executor dead.
+        await anyio.to_thread.run_sync(
+            lambda: workspace.container.exec_run(["kill", "-KILL", str(pid)], user="0")
+        )
+        deadline = time.monotonic() + 10
+        while not executor_gone(host_pid):
+            assert time.monotonic() < deadline, "the killed executor still shows"
+            await anyio.sleep(0.02)
+    finally:
+        os.kill(host_pid, signal.SIGCONT)
+    await workspace.disconnect()
+    await workspace.ensure_running()
     assert (await workspace.call("exec", {"argv": ["echo", "ok"]}))["stdout"] == b"ok\n"
 
 

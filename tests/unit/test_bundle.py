@@ -180,3 +180,24 @@ print(json.dumps({
     name: canon(compile(src, "<sandboxd>/" + name, "exec")) for name, (_, src) in mods.items()
 }))
 """
+
+
+def test_what_a_daemon_left_in_stdin_before_the_bundle_is_skipped(tmp_path: Path) -> None:
+    # A daemon that re-attached while the executor was dying sent its resync
+    # padding and a hello into stdin; the container's restart finds them
+    # there, then the bundle. Before: int(b"\n") -> the executor "did not
+    # start" (seen in CI on test_a_dead_executor_is_replaced_on_the_next_call).
+    padding = wire.resync_padding()
+    assert len(padding) > 1 << 20 and not padding.strip(b"\n")
+    stale = padding + wire.encode({"id": 1, "op": "hello", "args": {}}) + b"\n\n"
+    done = subprocess.run(
+        bundle.bootstrap_command(sys.executable),
+        input=stale + bundle.bundle_payload() + wire.encode({"id": 2, "op": "hello", "args": {}}),
+        capture_output=True,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    replies = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [r["id"] for r in replies] == [2]  # the stale hello is not answered
+    assert replies[0]["ok"]["bundle"] == bundle.bundle_id()

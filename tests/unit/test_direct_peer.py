@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from sandboxd.backends.docker_direct import DirectUnavailable, check_path, connect
+from sandboxd.backends.docker_direct import DirectUnavailable, check_path, connect, executor_gone
 
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (listener uids)")
 
@@ -194,3 +194,27 @@ def test_a_symlinked_folder_on_the_way_is_not_followed(
             host.accept()
     finally:
         host.close()
+
+
+def test_a_dead_executor_is_told_from_its_inits_children(tmp_path: Path) -> None:
+    # /proc/<pid>/task/<pid>/children of the container's init: the executor
+    # is its only child.
+    proc = tmp_path / "proc"
+    task = proc / "40" / "task" / "40"
+    task.mkdir(parents=True)
+    (task / "children").write_text("41 ")
+    (proc / "41").mkdir()
+    (proc / "41" / "stat").write_text("41 (python3 (x) Z) S 40 41")
+    assert not executor_gone(40, proc=str(proc))  # sleeping, whatever its name says
+    (proc / "41" / "stat").write_text("41 (python3) Z 40 41")
+    assert executor_gone(40, proc=str(proc))  # a zombie not yet reaped
+    (proc / "41" / "stat").unlink()
+    assert executor_gone(40, proc=str(proc))  # reaped between the two reads
+    (task / "children").write_text("")
+    assert executor_gone(40, proc=str(proc))
+    assert executor_gone(77, proc=str(proc))  # the init itself is gone
+    for unknown in (None, 0, -1, "40"):
+        assert not executor_gone(unknown, proc=str(proc))
+    (task / "children").unlink()
+    (task / "children").mkdir()  # unreadable as a file: unknown, not gone
+    assert not executor_gone(40, proc=str(proc))
