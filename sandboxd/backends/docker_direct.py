@@ -202,27 +202,26 @@ def executor_gone(container_pid: object, *, proc: str = "/proc") -> bool:
 
 def _dead(proc: str, pid: str) -> bool:
     try:
-        with open(f"{proc}/{pid}/stat", "rb") as stat_file:
-            # "pid (comm) S ...": the state follows the last ")".
-            return stat_file.read().rpartition(b")")[2].split()[0] in (b"Z", b"X")
+        state = _status_fields(int(pid), proc).get("State", "")
     except FileNotFoundError:
         return True
-    except (OSError, IndexError):
+    except (OSError, ValueError):
         return False
+    return state[:1] in ("Z", "X")
+
+
+def _status_fields(pid: int, proc: str = "/proc") -> dict[str, str]:
+    """The fields of ``/proc/<pid>/status`` (OSError if it cannot be read)."""
+    with open(f"{proc}/{pid}/status", encoding="ascii", errors="replace") as status:
+        return {key: value.strip() for key, _, value in (line.partition(":") for line in status)}
 
 
 def _status(pid: int) -> tuple[int, list[int]]:
     """PPid and NSpid (host first, innermost last) of a host pid."""
-    ppid = -1
-    nspids: list[int] = []
     try:
-        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as status:
-            for line in status:
-                key, _, value = line.partition(":")
-                if key == "PPid":
-                    ppid = int(value)
-                elif key == "NSpid":
-                    nspids = [int(part) for part in value.split()]
+        fields = _status_fields(pid)
+        ppid = int(fields.get("PPid", "-1"))
+        nspids = [int(part) for part in fields.get("NSpid", "").split()]
     except (OSError, ValueError) as exc:
         raise DirectUnavailable(f"cannot read the listener's status: {exc}") from None
     return ppid, nspids

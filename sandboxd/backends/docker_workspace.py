@@ -251,10 +251,10 @@ class DockerWorkspace:
         state = self._container.attrs.get("State") or {}
         if not executor_gone(state.get("Pid")):
             return
-        deadline = time.monotonic() + STOP_WAIT_S
-        while self._container.status == "running" and time.monotonic() < deadline:
-            await asyncio.sleep(0.02)
-            await self._run(self._container.reload)
+        # One blocking wait on the engine rather than polling its state.
+        with contextlib.suppress(docker.errors.NotFound, SandboxdError):
+            await self._run(self._container.wait, timeout=STOP_WAIT_S, condition="not-running")
+        await self._run(self._container.reload)
 
     async def _attach(self, *, resync: bool = False) -> ExecutorChannel:
         reader, writer = await open_attach(self._settings.docker_host, self.container_id)

@@ -204,11 +204,11 @@ def test_a_dead_executor_is_told_from_its_inits_children(tmp_path: Path) -> None
     task.mkdir(parents=True)
     (task / "children").write_text("41 ")
     (proc / "41").mkdir()
-    (proc / "41" / "stat").write_text("41 (python3 (x) Z) S 40 41")
-    assert not executor_gone(40, proc=str(proc))  # sleeping, whatever its name says
-    (proc / "41" / "stat").write_text("41 (python3) Z 40 41")
+    (proc / "41" / "status").write_text("Name:\tpython3\nState:\tS (sleeping)\nPPid:\t40\n")
+    assert not executor_gone(40, proc=str(proc))  # sleeping
+    (proc / "41" / "status").write_text("Name:\tpython3\nState:\tZ (zombie)\nPPid:\t40\n")
     assert executor_gone(40, proc=str(proc))  # a zombie not yet reaped
-    (proc / "41" / "stat").unlink()
+    (proc / "41" / "status").unlink()
     assert executor_gone(40, proc=str(proc))  # reaped between the two reads
     (task / "children").write_text("")
     assert executor_gone(40, proc=str(proc))
