@@ -310,7 +310,9 @@ class GrpcTransport:
         # against a daemon that predates it.
         if self._tool_stream_supported:
             if self._tool_stream is None:
-                self._tool_stream = ToolCallStream(lambda: self.stub.ToolCalls())
+                self._tool_stream = ToolCallStream(
+                    lambda metadata: self.stub.ToolCalls(metadata=metadata)
+                )
             try:
                 return await self._tool_stream.call(request)
             except StreamUnsupported:

@@ -6,6 +6,10 @@ breaks fails the calls waiting on it (like a dropped unary call would) and
 the next call opens a new one. A daemon without ``ToolCalls`` answers
 UNIMPLEMENTED before running anything, so the caller can safely fall back
 to unary ``CallTool``.
+
+Calls made while a request is being written leave together in the next one
+(``batch``) once the daemon's headers say it reads batches; the stream is
+opened saying this client reads batched answers.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import grpc
 
 from runtime_client._status import error_from_rpc, error_from_status
 from sandboxd.errors import SandboxdError, SandboxUnavailable
+from sandboxd.grpc.batch import BATCH_METADATA, BatchBudget, says_batches
 from sandboxd.v1 import sandbox_pb2 as pb
 
 
@@ -28,13 +33,18 @@ class StreamUnsupported(Exception):
 
 
 class ToolCallStream:
-    def __init__(self, open_stream: Callable[[], Any]) -> None:
+    def __init__(self, open_stream: Callable[[tuple[tuple[str, str], ...]], Any]) -> None:
+        #: Opens the RPC with the given metadata.
         self._open_stream = open_stream
         self._stream: Any = None
         self._reader: asyncio.Task[None] | None = None
         self._ids = itertools.count(1)
         self._pending: dict[int, asyncio.Future[pb.CallToolResponse]] = {}
         self._write_lock: asyncio.Lock | None = None
+        #: Requests waiting for the writer; it takes all it may at once.
+        self._outbox: list[pb.ToolCallsRequest] = []
+        #: The current stream's daemon said it reads batches.
+        self._batching = False
 
     async def call(self, request: pb.CallToolRequest) -> pb.CallToolResponse:
         call_id = next(self._ids)
@@ -70,7 +80,13 @@ class ToolCallStream:
     async def _send(self, message: pb.ToolCallsRequest, *, retry: bool = True) -> None:
         if self._write_lock is None:
             self._write_lock = asyncio.Lock()
+        self._outbox.append(message)
         async with self._write_lock:
+            if all(waiting is not message for waiting in self._outbox):
+                return  # the writer before this one took it along
+            if self._batching:
+                await asyncio.sleep(0)  # calls made in this turn of the loop join
+            message = self._next_message(message)
             for attempt in (1, 2):
                 stream = self._ensure_open()
                 try:
@@ -84,9 +100,27 @@ class ToolCallStream:
                             raise self._classify(exc) from None
                         raise SandboxUnavailable(f"the ToolCalls stream failed: {exc}") from None
 
+    def _next_message(self, mine: pb.ToolCallsRequest) -> pb.ToolCallsRequest:
+        """``mine`` and, where the daemon reads batches, what waits behind it."""
+        if not self._batching or len(self._outbox) == 1:
+            self._outbox = [waiting for waiting in self._outbox if waiting is not mine]
+            return mine
+        budget = BatchBudget()
+        taken: list[pb.ToolCallsRequest] = []
+        for request in self._outbox:
+            if not budget.admits(request):
+                break
+            taken.append(request)
+        if all(request is not mine for request in taken):  # a big one ahead: alone
+            taken = [mine]
+        gone = {id(request) for request in taken}
+        self._outbox = [waiting for waiting in self._outbox if id(waiting) not in gone]
+        return taken[0] if len(taken) == 1 else pb.ToolCallsRequest(batch=taken)
+
     def _ensure_open(self) -> Any:
         if self._stream is None:
-            self._stream = self._open_stream()
+            self._batching = False
+            self._stream = self._open_stream((BATCH_METADATA,))
             self._reader = asyncio.create_task(self._read(self._stream), name="tool-calls")
         return self._stream
 
@@ -94,6 +128,15 @@ class ToolCallStream:
         if self._stream is stream:
             self._stream = None
         stream.cancel()
+
+    def _settle(self, answer: pb.ToolCallsResponse) -> None:
+        future = self._pending.get(answer.call_id)
+        if future is None or future.done():
+            return  # a call its caller gave up
+        if answer.WhichOneof("outcome") == "result":
+            future.set_result(answer.result)
+        else:
+            future.set_exception(error_from_status(answer.error.code, answer.error.message))
 
     @staticmethod
     def _classify(error: grpc.RpcError) -> Exception:
@@ -105,14 +148,12 @@ class ToolCallStream:
     async def _read(self, stream: Any) -> None:
         failure: Exception = SandboxUnavailable("the ToolCalls stream ended")
         try:
+            headers = await stream.initial_metadata()
+            if self._stream is stream and says_batches(headers):
+                self._batching = True
             async for answer in stream:
-                future = self._pending.get(answer.call_id)
-                if future is None or future.done():
-                    continue  # a call its caller gave up
-                if answer.WhichOneof("outcome") == "result":
-                    future.set_result(answer.result)
-                else:
-                    future.set_exception(error_from_status(answer.error.code, answer.error.message))
+                for one in answer.batch or (answer,):
+                    self._settle(one)
         except grpc.RpcError as exc:
             failure = self._classify(exc)
         except asyncio.CancelledError:

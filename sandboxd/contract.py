@@ -19,6 +19,7 @@ CONTRACT_MODULES: tuple[str, ...] = (
     "sandboxd.v1.sandbox_pb2_grpc",
     "sandboxd.grpc",
     "sandboxd.grpc.convert",
+    "sandboxd.grpc.batch",
     # Safe tar extraction, stdlib only: the executor's for uploads, the
     # client's for downloads (both sides take a stream from across a trust line).
     "sandboxd.executor",

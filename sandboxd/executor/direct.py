@@ -27,6 +27,7 @@ from collections.abc import Callable
 from typing import BinaryIO, Protocol
 
 from sandboxd.executor import wire
+from sandboxd.executor.relay import Relay, Watchdog
 
 #: The socket's name inside the private directory (short: the daemon's path
 #: to it goes through /proc/<pid>/root and a unix path holds 107 bytes).
@@ -81,7 +82,9 @@ class Connection:
             self.sock.shutdown(socket.SHUT_RDWR)
 
 
-Accept = Callable[[wire.Frame, Outlet], None]
+#: Takes one request off a connection. With ``inline`` it may return the
+#: call instead of queueing it: the reader runs it itself (``relay.Relay.run``).
+Accept = Callable[[wire.Frame, Outlet, bool], Callable[[], None] | None]
 Log = Callable[[str], None]
 
 
@@ -107,6 +110,7 @@ class Listener:
         self._max_line = max_line
         self._lock = threading.Lock()
         self._connections: list[Connection] = []
+        self._watchdog = Watchdog()
 
     @classmethod
     def open(
@@ -199,33 +203,47 @@ class Listener:
             sock.close()
             return
         widen_socket(sock)
+        # A fresh deframer per connection: a frame a dead daemon left torn
+        # died with its connection. Every reader of the connection shares it.
+        deframer = wire.Deframer(max_line=self._max_line, max_raw=wire.REQUEST_RAW_MAX)
+
+        def read_loop(relay: Relay, generation: int) -> None:
+            self._read_loop(connection, deframer, relay, generation)
+
+        relay = Relay(read_loop, self._watchdog, name="direct-read")
         try:
-            threading.Thread(
-                target=self._read_loop, args=(connection,), name="direct-read", daemon=True
-            ).start()
+            relay.start()
         except BaseException:
+            relay.stop()
             self._forget(connection)
             raise
 
-    def _read_loop(self, connection: Connection) -> None:
-        # A fresh deframer per connection: a frame a dead daemon left torn
-        # died with its connection.
-        deframer = wire.Deframer(max_line=self._max_line, max_raw=wire.REQUEST_RAW_MAX)
+    def _read_loop(
+        self, connection: Connection, deframer: wire.Deframer, relay: Relay, generation: int
+    ) -> None:
         try:
+            # Calls a reader held up past the watchdog's patience left behind.
+            if not relay.run(generation, []):
+                return
             while not connection.closed:
                 chunk = connection.sock.recv(READ_SIZE)
                 if not chunk:
                     break
+                calls = []
+                # Every frame is accepted (cancels and credits acted on)
+                # before any call runs here.
                 for frame in deframer.feed(chunk):
-                    if isinstance(frame, wire.Frame):
-                        self._accept(frame, connection)
-                    else:
+                    if not isinstance(frame, wire.Frame):
                         self._log(f"dropped bytes from the direct channel: {frame.reason}")
+                    elif (call := self._accept(frame, connection, True)) is not None:
+                        calls.append(call)
+                if calls and not relay.run(generation, calls):
+                    return  # a successor reads the connection now
         except Exception as exc:  # a reset, or a bug: this connection only
             if not connection.closed:
                 self._log(f"direct channel: connection ended: {exc!r}")
-        finally:
-            self._forget(connection)
+        relay.stop()
+        self._forget(connection)
 
     def _forget(self, connection: Connection) -> None:
         connection.shutdown()

@@ -14,6 +14,7 @@ import contextlib
 import ctypes
 import errno
 import fcntl
+import functools
 import io
 import os
 import sys
@@ -32,6 +33,16 @@ from sandboxd.executor.wire import from_wire
 #: not take the tools' state and logs down with it.
 STATE_DIR = "/run/sandboxd"
 MAX_WORKERS = 256
+#: Tools whose work one file and the request bound: run by the thread that
+#: read them off a direct connection, no hand-over to a worker
+#: (executor.relay keeps the connection read if one is slow).
+#: ``SANDBOXD_QUICK_INLINE=0`` in the container's environment turns it off
+#: (A/B measurements: `python -m bench.throughput_ab inline`).
+QUICK_TOOLS = (
+    frozenset({"read", "write", "edit"})
+    if os.environ.get("SANDBOXD_QUICK_INLINE", "1") != "0"
+    else frozenset()
+)
 #: Bytes asked of stdin per read (a raw upload chunk arrives in one or two).
 READ_SIZE = 1 << 20
 MAX_REQUEST_LINE = 1 << 30
@@ -128,10 +139,14 @@ class _Server:
         if self.on_hello is not None:
             self.on_hello(origin)
 
-    def accept(self, frame: wire.Frame | bytes, origin: direct.Outlet | None = None) -> None:
+    def accept(
+        self, frame: wire.Frame | bytes, origin: direct.Outlet | None = None, inline: bool = False
+    ) -> Callable[[], None] | None:
         """One request off a channel (a bytes line: a frame without payload).
 
-        ``origin`` is the channel it came from (None: the current one).
+        ``origin`` is the channel it came from (None: the current one). With
+        ``inline``, a quick tool call is returned for the caller's thread to
+        run instead of going to a worker.
         """
         if isinstance(frame, bytes):
             frame = wire.Frame(frame.rstrip(b"\n"))
@@ -139,23 +154,23 @@ class _Server:
             message = wire.decode(frame.line)
         except ValueError:
             _log(f"dropped a malformed frame of {len(frame.line)} bytes")
-            return
+            return None
         request_id = message.get("id")
         op = message.get("op")
         if op == "cancel":
             event = self.cancels.get(message.get("target"))  # type: ignore[arg-type]
             if event is not None:
                 event.set()
-            return
+            return None
         if op == "credit":
             credits = self.credits.get(message.get("target"))  # type: ignore[arg-type]
             count = message.get("n")
             if credits is not None and isinstance(count, int) and 0 < count <= MAX_GRANT:
                 credits.grant(count)
-            return
+            return None
         if not isinstance(request_id, int) or not isinstance(op, str):
             _log("dropped a frame without an integer id and an op")
-            return
+            return None
         if op == "hello" and origin is not None and origin is not self.out:
             self.adopt(origin)
         args = message.get("args") or {}
@@ -166,7 +181,7 @@ class _Server:
                     "err": {"kind": "invalid_argument", "message": "args must be an object"},
                 }
             )
-            return
+            return None
         with self.busy_lock:
             full = self.busy >= MAX_WORKERS
             if not full:
@@ -182,7 +197,7 @@ class _Server:
                     },
                 }
             )
-            return
+            return None
         cancel = threading.Event()
         self.cancels[request_id] = cancel
         stream = bool(message.get("stream"))
@@ -191,6 +206,8 @@ class _Server:
             if not isinstance(window, int) or not 0 < window <= MAX_GRANT:
                 window = WINDOW
             self.credits[request_id] = Credits(window)
+        if inline and not stream and op == "tool" and args.get("name") in QUICK_TOOLS:
+            return functools.partial(self.serve, request_id, op, args, frame, cancel, False)
         try:
             self.pool.submit(self.serve, request_id, op, args, frame, cancel, stream)
         except RuntimeError as exc:  # "can't start new thread": the pids limit is reached
@@ -199,7 +216,7 @@ class _Server:
             # alive it only waits. Without any, it is refused, and marked so
             # that a worker started later does not run it after the refusal.
             if self.pool._threads:
-                return
+                return None
             self.refused.add(request_id)
             self._done()
             self.cancels.pop(request_id, None)
@@ -214,6 +231,7 @@ class _Server:
                     },
                 }
             )
+        return None
 
     def serve(
         self,
@@ -227,6 +245,10 @@ class _Server:
         if request_id in self.refused:
             self.refused.discard(request_id)
             return
+        # Workers switch in their initializer; a reader thread running a
+        # quick call acts as the sandbox user already (threads inherit the
+        # identity of their starter). Made sure: a tool never runs as root.
+        identity.become_user()
         credits = self.credits.get(request_id)
 
         def emit(event: dict[str, Any]) -> None:

@@ -15,6 +15,7 @@ import grpc
 from sandboxd.auth import Authenticator
 from sandboxd.errors import InvalidArgument
 from sandboxd.grpc import convert
+from sandboxd.grpc.batch import BATCH_METADATA, says_batches
 from sandboxd.grpc.process_stream import ProcessConnection
 from sandboxd.grpc.status import streaming, unary
 from sandboxd.grpc.tool_stream import ToolCallStream
@@ -171,7 +172,10 @@ class SandboxServicer(pb_grpc.SandboxServiceServicer):  # type: ignore[misc]
     async def ToolCalls(
         self, requests: AsyncIterator[pb.ToolCallsRequest], context: Context
     ) -> AsyncIterator[pb.ToolCallsResponse]:
-        async with ToolCallStream(self._call_tool) as stream:
+        batch_answers = says_batches(context.invocation_metadata())
+        # Said at once: the client may batch from its next request on.
+        await context.send_initial_metadata((BATCH_METADATA,))
+        async with ToolCallStream(self._call_tool, batch_answers=batch_answers) as stream:
             async for answer in stream.serve(requests):
                 yield answer
 

@@ -9,6 +9,10 @@ call would have ended with — echoes its id as soon as it is ready.
 The client cannot make the daemon hold unbounded work or answers: calls
 accepted but not yet answered *and read* are capped per stream; past the cap
 a call is refused at once with RESOURCE_EXHAUSTED.
+
+Answers ready at the same moment leave in one message for a client that
+reads batches, and a request may carry a batch (``sandboxd.grpc.batch``):
+each call in it is taken, and counted, as if it had come alone.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from types import TracebackType
 from typing import Self
 
 from sandboxd.errors import InvalidArgument, ResourceExhausted
+from sandboxd.grpc.batch import BatchBudget
 from sandboxd.grpc.status import describe
 from sandboxd.observability.calls import mark_failed, observe
 from sandboxd.v1 import sandbox_pb2 as pb
@@ -38,8 +43,9 @@ def _failed(call_id: int, error: BaseException) -> pb.ToolCallsResponse:
 
 
 class ToolCallStream:
-    def __init__(self, call_tool: CallTool) -> None:
+    def __init__(self, call_tool: CallTool, *, batch_answers: bool = False) -> None:
         self._call_tool = call_tool
+        self._batch_answers = batch_answers
         self._answers: asyncio.Queue[pb.ToolCallsResponse | None] = asyncio.Queue()
         self._running: dict[int, asyncio.Task[None]] = {}
         self._outstanding = 0
@@ -63,23 +69,74 @@ class ToolCallStream:
     ) -> AsyncIterator[pb.ToolCallsResponse]:
         reader = asyncio.create_task(self._read(requests), name="tool-calls-reader")
         try:
-            while (answer := await self._answers.get()) is not None:
-                self._outstanding -= 1
-                yield answer
+            #: An answer taken that did not fit the last batch: the next message's.
+            carried: pb.ToolCallsResponse | None = None
+            while True:
+                answer = carried if carried is not None else await self._answers.get()
+                carried = None
+                if answer is None:
+                    return
+                if self._batch_answers:
+                    await asyncio.sleep(0)  # answers finished in this turn of the loop join
+                answers, carried = self._ready_with(answer)
+                self._outstanding -= len(answers)
+                yield answers[0] if len(answers) == 1 else pb.ToolCallsResponse(batch=answers)
         finally:
             reader.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await reader
 
+    def _ready_with(
+        self, first: pb.ToolCallsResponse
+    ) -> tuple[list[pb.ToolCallsResponse], pb.ToolCallsResponse | None]:
+        """``first`` and, for a client that reads batches, the answers ready
+        behind it that fit one message; then the next one taken (the stream's
+        end is None, and is put back)."""
+        answers = [first]
+        if not self._batch_answers:
+            return answers, None
+        budget = BatchBudget()
+        budget.admits(first)
+        while not self._answers.empty():
+            answer = self._answers.get_nowait()
+            if answer is None:
+                self._answers.put_nowait(None)
+                break
+            if not budget.admits(answer):
+                return answers, answer
+            answers.append(answer)
+        return answers, None
+
     async def _read(self, requests: AsyncIterator[pb.ToolCallsRequest]) -> None:
         try:
             async for request in requests:
-                self._accept(request)
+                if request.batch:
+                    self._accept_batch(request)
+                else:
+                    self._accept(request)
             # The client closed its side: answer what it already asked, then end.
             if self._running:
                 await asyncio.gather(*self._running.values(), return_exceptions=True)
         finally:
             self._answers.put_nowait(None)
+
+    def _accept_batch(self, carrier: pb.ToolCallsRequest) -> None:
+        if carrier.call_id or carrier.WhichOneof("body") is not None:
+            self._outstanding += 1
+            self._answer(
+                _failed(
+                    carrier.call_id,
+                    InvalidArgument("a ToolCalls request with a batch carries nothing else"),
+                )
+            )
+        for request in carrier.batch:
+            if request.batch:
+                self._outstanding += 1
+                self._answer(
+                    _failed(request.call_id, InvalidArgument("batches nest one level only"))
+                )
+            else:
+                self._accept(request)
 
     def _accept(self, request: pb.ToolCallsRequest) -> None:
         call_id = request.call_id

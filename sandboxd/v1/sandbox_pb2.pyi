@@ -708,24 +708,28 @@ class GlobResponse(_message.Message):
     def __init__(self, text: _Optional[str] = ..., is_error: _Optional[bool] = ..., files: _Optional[_Iterable[str]] = ..., total: _Optional[int] = ..., truncated: _Optional[bool] = ..., next_offset: _Optional[int] = ..., ignored: _Optional[int] = ..., ignored_incomplete: _Optional[bool] = ...) -> None: ...
 
 class ToolCallsRequest(_message.Message):
-    __slots__ = ("call_id", "call", "cancel")
+    __slots__ = ("call_id", "call", "cancel", "batch")
     CALL_ID_FIELD_NUMBER: _ClassVar[int]
     CALL_FIELD_NUMBER: _ClassVar[int]
     CANCEL_FIELD_NUMBER: _ClassVar[int]
+    BATCH_FIELD_NUMBER: _ClassVar[int]
     call_id: int
     call: CallToolRequest
     cancel: bool
-    def __init__(self, call_id: _Optional[int] = ..., call: _Optional[_Union[CallToolRequest, _Mapping]] = ..., cancel: _Optional[bool] = ...) -> None: ...
+    batch: _containers.RepeatedCompositeFieldContainer[ToolCallsRequest]
+    def __init__(self, call_id: _Optional[int] = ..., call: _Optional[_Union[CallToolRequest, _Mapping]] = ..., cancel: _Optional[bool] = ..., batch: _Optional[_Iterable[_Union[ToolCallsRequest, _Mapping]]] = ...) -> None: ...
 
 class ToolCallsResponse(_message.Message):
-    __slots__ = ("call_id", "result", "error")
+    __slots__ = ("call_id", "result", "error", "batch")
     CALL_ID_FIELD_NUMBER: _ClassVar[int]
     RESULT_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
+    BATCH_FIELD_NUMBER: _ClassVar[int]
     call_id: int
     result: CallToolResponse
     error: CallError
-    def __init__(self, call_id: _Optional[int] = ..., result: _Optional[_Union[CallToolResponse, _Mapping]] = ..., error: _Optional[_Union[CallError, _Mapping]] = ...) -> None: ...
+    batch: _containers.RepeatedCompositeFieldContainer[ToolCallsResponse]
+    def __init__(self, call_id: _Optional[int] = ..., result: _Optional[_Union[CallToolResponse, _Mapping]] = ..., error: _Optional[_Union[CallError, _Mapping]] = ..., batch: _Optional[_Iterable[_Union[ToolCallsResponse, _Mapping]]] = ...) -> None: ...
 
 class CallError(_message.Message):
     __slots__ = ("code", "message")

@@ -166,3 +166,43 @@ async def test_a_daemon_without_the_hosts_pid_namespace_stays_on_attach(
     assert result.returncode == 0, result.stderr.decode()
     assert result.stdout.decode().split() == ["attach", "ok"]
     assert b"executor channel stays on attach: cannot open /proc/" in result.stderr
+
+
+async def test_a_slow_read_on_the_reader_thread_does_not_hold_up_other_calls(
+    open_workspace: Open,
+) -> None:
+    # read runs on the connection's reader thread (no hop to a worker); a read
+    # the workload made slow (a page deep in a big file) must not stall the
+    # channel: the executor's watchdog hands the reading to a new thread.
+    workspace = await open_workspace()
+    assert workspace.channel_kind == "direct"
+
+    async def tool(name: str, **args: object) -> dict[str, object]:
+        return await workspace.call("tool", {"name": name, "args": args})
+
+    # 30 million empty lines: the last page is seconds of reading, line by line.
+    made = await tool(
+        "bash", command="head -c 30000000 /dev/zero | tr '\\0' '\\n' > big; echo x > small"
+    )
+    assert not made["is_error"] and made["text"].endswith("Exit code: 0"), made
+    far: list[float] = []
+    quick: list[float] = []
+    pages: list[object] = []
+
+    async def far_pages() -> None:
+        while not quick or len(quick) < 5 or len(far) < 2:
+            started = time.monotonic()
+            pages.append((await tool("read", file_path="big", offset=29_999_999, limit=5))["text"])
+            far.append(time.monotonic() - started)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(far_pages)
+        await anyio.sleep(0.2)
+        for _ in range(5):
+            started = time.monotonic()
+            assert (await tool("read", file_path="small"))["text"] == "     1\tx"
+            quick.append(time.monotonic() - started)
+    assert all(str(page).startswith("29999999\t\n30000000\t") for page in pages), pages[0]
+    # Each quick read waited for the watchdog at most, never for a far page.
+    assert max(quick) < min(far) / 2, (quick, far)
+    assert sorted(quick)[2] < min(far) / 4, (quick, far)

@@ -19,7 +19,7 @@ from runtime_client import (
     Unauthenticated,
 )
 from sandboxd.config import Settings
-from sandboxd.grpc import tool_stream
+from sandboxd.grpc import batch, tool_stream
 from sandboxd.grpc.server import Server
 from sandboxd.v1 import sandbox_pb2 as pb
 from sandboxd.v1 import sandbox_pb2_grpc as pb_grpc
@@ -165,3 +165,148 @@ async def test_the_stream_needs_the_token_on_tcp(tcp_server: Server) -> None:
     async with GrpcSandboxFactory(target, token="wrong-token-0123456789abcdef") as factory:
         with pytest.raises(Unauthenticated):
             await factory.transport.call_tool("tcp-stream", "read", {"file_path": "a"})
+
+
+# ------------------------------------------------------------ batches
+
+
+async def _answers_of(stream: grpc.aio.StreamStreamCall) -> list[pb.ToolCallsResponse]:
+    return [answer async for answer in stream]
+
+
+def _flat(messages: list[pb.ToolCallsResponse]) -> dict[int, pb.ToolCallsResponse]:
+    return {a.call_id: a for message in messages for a in (message.batch or [message])}
+
+
+async def test_a_batch_of_requests_is_answered_call_by_call(server: Server) -> None:
+    async with grpc.aio.insecure_channel(f"unix://{server.settings.socket}") as channel:
+        stub = pb_grpc.SandboxServiceStub(channel)  # type: ignore[no-untyped-call]
+        await stub.CreateSandbox(pb.CreateSandboxRequest(instance_id="batched"))
+        stream = stub.ToolCalls()
+        # The daemon says, before any answer, that it reads batches.
+        assert batch.BATCH_METADATA in tuple(await stream.initial_metadata())
+        writes = [
+            pb.ToolCallsRequest(
+                call_id=n, call=_call("batched", "write", file_path=f"b/{n}", content=f"{n}\n")
+            )
+            for n in (1, 2, 3)
+        ]
+        await stream.write(pb.ToolCallsRequest(batch=writes))
+        await stream.done_writing()
+        messages = await _answers_of(stream)
+    # Without the client's metadata every answer comes alone.
+    assert all(not m.batch for m in messages)
+    answers = _flat(messages)
+    assert sorted(answers) == [1, 2, 3]
+    assert [answers[n].result.text for n in (1, 2, 3)] == [
+        f"Created b/{n} (1 line, 2 bytes)." for n in (1, 2, 3)
+    ]
+    assert (server.settings.local_root / "batched" / "b" / "2").read_text() == "2\n"
+
+
+async def test_a_bad_batch_gets_errors_and_its_good_calls_run(server: Server) -> None:
+    async with grpc.aio.insecure_channel(f"unix://{server.settings.socket}") as channel:
+        stub = pb_grpc.SandboxServiceStub(channel)  # type: ignore[no-untyped-call]
+        await stub.CreateSandbox(pb.CreateSandboxRequest(instance_id="bad-batch"))
+        stream = stub.ToolCalls()
+        good = pb.ToolCallsRequest(call_id=5, call=_call("bad-batch", "bash", command="echo ran"))
+        nested = pb.ToolCallsRequest(call_id=6, batch=[good])
+        # A carrier may not be a call itself, nor hold another batch.
+        await stream.write(
+            pb.ToolCallsRequest(call_id=7, call=_call("bad-batch", "bash", command="echo x"),
+                                batch=[good, nested])
+        )  # fmt: skip
+        await stream.done_writing()
+        answers = _flat(await _answers_of(stream))
+    assert (answers[7].error.code, answers[7].error.message) == (
+        "INVALID_ARGUMENT",
+        "a ToolCalls request with a batch carries nothing else",
+    )
+    assert (answers[6].error.code, answers[6].error.message) == (
+        "INVALID_ARGUMENT",
+        "batches nest one level only",
+    )
+    assert answers[5].result.text == "ran\n\nExit code: 0"
+    assert sorted(answers) == [5, 6, 7]
+
+
+async def test_a_batch_counts_call_by_call_against_the_cap(
+    server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tool_stream, "MAX_OUTSTANDING", 3)
+    async with grpc.aio.insecure_channel(f"unix://{server.settings.socket}") as channel:
+        stub = pb_grpc.SandboxServiceStub(channel)  # type: ignore[no-untyped-call]
+        await stub.CreateSandbox(pb.CreateSandboxRequest(instance_id="capped"))
+        stream = stub.ToolCalls()
+        slow = _call("capped", "bash", command="sleep 0.5; echo slow")
+        await stream.write(
+            pb.ToolCallsRequest(
+                batch=[pb.ToolCallsRequest(call_id=n, call=slow) for n in range(1, 6)]
+            )
+        )
+        await stream.done_writing()
+        answers = _flat(await _answers_of(stream))
+    assert [answers[n].result.text for n in (1, 2, 3)] == ["slow\n\nExit code: 0"] * 3
+    assert [answers[n].error.code for n in (4, 5)] == ["RESOURCE_EXHAUSTED"] * 2
+
+
+async def test_answers_ready_together_leave_together_for_a_client_that_reads_batches(
+    server: Server,
+) -> None:
+    async with grpc.aio.insecure_channel(f"unix://{server.settings.socket}") as channel:
+        stub = pb_grpc.SandboxServiceStub(channel)  # type: ignore[no-untyped-call]
+        await stub.CreateSandbox(pb.CreateSandboxRequest(instance_id="together"))
+        messages: dict[bool, list[pb.ToolCallsResponse]] = {}
+        for reads_batches in (False, True):
+            metadata = (batch.BATCH_METADATA,) if reads_batches else ()
+            stream = stub.ToolCalls(metadata=metadata)
+            # Twenty calls answered in one turn of the daemon's loop: each is
+            # refused before it waits for anything.
+            calls = [
+                pb.ToolCallsRequest(call_id=n, call=_call("together", f"no-such-tool-{n}"))
+                for n in range(1, 21)
+            ]
+            await stream.write(pb.ToolCallsRequest(batch=calls))
+            await stream.done_writing()
+            messages[reads_batches] = await _answers_of(stream)
+    for got in messages.values():
+        answers = _flat(got)
+        assert sorted(answers) == list(range(1, 21))
+        assert answers[3].error.message.startswith("unknown tool 'no-such-tool-3'")
+    assert len(messages[False]) == 20 and all(not m.batch for m in messages[False])
+    assert len(messages[True]) < 20 and any(len(m.batch) > 1 for m in messages[True])
+    batched = [m for m in messages[True] if m.batch]
+    assert all(not m.call_id and m.WhichOneof("outcome") is None for m in batched)
+
+
+async def test_the_client_batches_calls_made_while_one_is_written(
+    factory: GrpcSandboxFactory,
+) -> None:
+    sandbox = await factory.create_sandbox("client-batches")
+    await sandbox.call_tool("write", {"file_path": "warm", "content": "x"})
+    stream = factory.transport._tool_stream
+    assert stream is not None and stream._batching  # the daemon said it reads batches
+    sent: list[pb.ToolCallsRequest] = []
+    real = stream._stream
+
+    class Recording:
+        def __getattr__(self, name: str) -> object:
+            return getattr(real, name)
+
+        async def write(self, message: pb.ToolCallsRequest) -> None:
+            sent.append(message)
+            await real.write(message)
+
+    stream._stream = Recording()
+    results = await asyncio.gather(
+        *(
+            sandbox.call_tool("write", {"file_path": f"c/{n}", "content": f"{n}\n"})
+            for n in range(30)
+        )
+    )
+    assert [r.text for r in results] == [
+        f"Created c/{n} (1 line, {len(str(n)) + 1} bytes)." for n in range(30)
+    ]
+    ids = [r.call_id for m in sent for r in (m.batch or [m])]
+    assert len(ids) == 30 and len(set(ids)) == 30
+    assert len(sent) < 30  # calls made in one turn of the loop shared a message

@@ -269,3 +269,97 @@ def test_the_directory_is_fresh_even_if_a_name_was_planted(tmp_path: Path) -> No
         assert not os.path.islink(os.path.dirname(listener.path))
     finally:
         listener.close()
+
+
+# ------------------------------------------------------------ quick calls on the reader
+
+
+def _tool(request_id: int, name: str, **args: Any) -> dict[str, Any]:
+    return {"id": request_id, "op": "tool", "args": {"name": name, "args": args}}
+
+
+def _replies(client: _Client, count: int) -> dict[int, dict[str, Any]]:
+    got: dict[int, dict[str, Any]] = {}
+    while len(got) < count:
+        reply = client.reply()
+        assert reply is not None, f"the connection closed after {sorted(got)}"
+        got[reply["id"]] = reply
+    return got
+
+
+def _gate_reads(
+    server: _Server, monkeypatch: pytest.MonkeyPatch, gate: threading.Event
+) -> dict[str, str]:
+    """Reads of a file named "slow" wait for ``gate`` (a file a workload made
+    slow); every tool call records the thread that ran it."""
+    threads: dict[str, str] = {}
+    handle = server.executor.handle
+
+    def gated(op: str, args: Any, *rest: Any) -> Any:
+        if op != "tool":
+            return handle(op, args, *rest)
+        tool_args = args.get("args") or {}
+        threads[str(tool_args.get("file_path") or tool_args.get("pattern"))] = (
+            threading.current_thread().name
+        )
+        if tool_args.get("file_path") == "slow":
+            assert gate.wait(10)
+        return handle(op, args, *rest)
+
+    monkeypatch.setattr(server.executor, "handle", gated)
+    return threads
+
+
+def test_a_quick_tool_runs_on_the_reader_thread_and_others_on_workers(
+    served: tuple[_Server, RecordingOutlet, direct.Listener],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    server, _, listener = served
+    threads = _gate_reads(server, monkeypatch, threading.Event())
+    (tmp_path / "w" / "a.txt").write_text("a\n")
+    client = _Client(listener.path)
+    assert client.hello() is not None
+    client.send(_tool(2, "read", file_path="a.txt"))
+    client.send(_tool(3, "glob", pattern="*.txt"))
+    replies = _replies(client, 2)
+    assert replies[2]["ok"]["text"] == "     1\ta"
+    assert replies[3]["ok"]["text"] == "a.txt"
+    assert threads == {"a.txt": "direct-read", "*.txt": threads["*.txt"]}
+    assert threads["*.txt"].startswith("op")  # glob walks a tree: a worker's
+    client.close()
+
+
+def test_a_quick_call_that_stalls_hands_the_reading_on(
+    served: tuple[_Server, RecordingOutlet, direct.Listener],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    server, _, listener = served
+    gate = threading.Event()
+    threads = _gate_reads(server, monkeypatch, gate)
+    (tmp_path / "w" / "slow").write_text("slow\n")
+    (tmp_path / "w" / "fast").write_text("fast\n")
+    client = _Client(listener.path)
+    assert client.hello() is not None
+    # One chunk: the slow read and a quick one queued behind it on the same reader.
+    client.sock.sendall(
+        wire.encode(_tool(2, "read", file_path="slow"))
+        + wire.encode(_tool(3, "read", file_path="fast"))
+    )
+    started = time.monotonic()
+    assert _replies(client, 1)[3]["ok"]["text"] == "     1\tfast"
+    # The watchdog gave the reading (and what was queued) to a new thread.
+    assert time.monotonic() - started < 2.0
+    client.send(_tool(4, "write", file_path="new", content="x"))
+    assert _replies(client, 1)[4]["ok"]["text"].startswith("Created new")
+    assert threads["fast"] == threads["new"] == "direct-read"
+    readers = [t for t in threading.enumerate() if t.name == "direct-read"]
+    assert len(readers) == 2  # the held one and its successor
+    gate.set()
+    assert _replies(client, 1)[2]["ok"]["text"] == "     1\tslow"
+    # The held-up thread left once its call ended; one reader goes on.
+    assert _wait(lambda: len([t for t in threading.enumerate() if t.name == "direct-read"]) == 1)
+    client.send(_tool(5, "read", file_path="fast"))
+    assert _replies(client, 1)[5]["ok"]["text"] == "     1\tfast"
+    client.close()
