@@ -33,15 +33,22 @@ def run(shell: Shell, command: str, **extra: object) -> tuple[str, dict[str, obj
     return result.text, result.fields
 
 
-def ready(shell: Shell) -> bash._Ready:
-    """Wait until the next call's shell is started."""
+def spares(shell: Shell) -> list[bash._Ready]:
+    """Wait until every shell the next calls may use is started (one, or two
+    while calls come back to back)."""
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
-        current = shell._ready
-        if current is not None:
+        with shell._ready_guard:
+            current = list(shell._ready)
+        if current and len(current) == shell._depth:
             return current
         time.sleep(0.01)
     raise AssertionError("no shell was started ahead")
+
+
+def ready(shell: Shell) -> bash._Ready:
+    """Wait until the next call's shell is started; the one it will get."""
+    return spares(shell)[0]
 
 
 def alive(pid: int) -> bool:
@@ -54,7 +61,7 @@ def alive(pid: int) -> bool:
 
 
 def test_the_first_call_spawns(shell: Shell) -> None:
-    assert shell._ready is None
+    assert shell._ready == []
     run(shell, "true")
     assert shell.ready_used == 0
     ready(shell)
@@ -103,9 +110,9 @@ def test_same_shell_as_a_fresh_spawn(shell: Shell) -> None:
 
 def test_a_killed_shell_is_replaced(shell: Shell) -> None:
     run(shell, "true")
-    victim = ready(shell)
-    os.kill(victim.proc.pid, signal.SIGKILL)
-    victim.proc.wait()
+    for victim in spares(shell):
+        os.kill(victim.proc.pid, signal.SIGKILL)
+        victim.proc.wait()
     used = shell.ready_used
     text, fields = run(shell, "echo still here")
     assert text.startswith("still here") and fields["exit_code"] == 0
@@ -117,22 +124,25 @@ def test_a_killed_shell_is_replaced(shell: Shell) -> None:
 
 def test_a_stopped_shell_never_answers(shell: Shell) -> None:
     run(shell, "true")
-    wedged = ready(shell)
-    os.kill(wedged.proc.pid, signal.SIGSTOP)
+    wedged = spares(shell)
+    for spare in wedged:
+        os.kill(spare.proc.pid, signal.SIGSTOP)
     time.sleep(0.05)
-    # Handed to the stopped shell, the call would end in its timeout (124).
+    # Handed to a stopped shell, the call would end in its timeout (124).
     text, fields = run(shell, "echo $$", timeout=5_000)
-    assert fields["exit_code"] == 0 and int(text.splitlines()[0]) != wedged.proc.pid
-    assert not alive(wedged.proc.pid)  # discarded: stopped shells are killed
+    assert fields["exit_code"] == 0
+    assert int(text.splitlines()[0]) not in {spare.proc.pid for spare in wedged}
+    for spare in wedged:
+        assert not alive(spare.proc.pid)  # discarded: stopped shells are killed
 
 
 def test_a_planted_command_is_never_run(shell: Shell, tmp_path: Path) -> None:
     run(shell, "true")
-    target = ready(shell)
     marker = tmp_path / "w" / "pwned"
     # What a process of the sandbox user could do through /proc before the call.
-    with open(f"/proc/{target.proc.pid}/fd/{target.command_fd}", "wb") as fh:
-        fh.write(f"touch {marker}\0".encode() + b" " * 4096)
+    for target in spares(shell):
+        with open(f"/proc/{target.proc.pid}/fd/{target.command_fd}", "wb") as fh:
+            fh.write(f"touch {marker}\0".encode() + b" " * 4096)
     text, _ = run(shell, "echo mine")
     assert text.startswith("mine\n")
     assert not marker.exists()
@@ -174,9 +184,11 @@ def test_close_stops_the_waiting_shell(tmp_path: Path) -> None:
     (tmp_path / "w").mkdir()
     s = Shell(str(tmp_path / "w"), str(tmp_path / "s"))
     s.run({"command": "true"}, threading.Event())
-    pid = ready(s).proc.pid
+    s.run({"command": "true"}, threading.Event())
+    pids = [spare.proc.pid for spare in spares(s)]
+    assert len(pids) == 2  # calls back to back: two were kept
     s.close()
-    assert not alive(pid)
+    assert not any(alive(pid) for pid in pids)
 
 
 def test_off_switch(shell: Shell) -> None:
@@ -184,4 +196,24 @@ def test_off_switch(shell: Shell) -> None:
     for _ in range(3):
         run(shell, "true")
     time.sleep(0.1)
-    assert shell._ready is None and shell.ready_used == 0
+    assert shell._ready == [] and shell.ready_used == 0
+
+
+def test_back_to_back_calls_keep_two_shells_and_paced_calls_one(shell: Shell) -> None:
+    run(shell, "true")
+    assert len(spares(shell)) == 1  # the first call came after nothing
+    run(shell, "true")
+    two = spares(shell)
+    assert len(two) == 2
+    # Back to back, each call finds a shell that has had a whole call to start.
+    for _ in range(3):
+        oldest = ready(shell)
+        text, _ = run(shell, "echo $$")
+        assert int(text.splitlines()[0]) == oldest.proc.pid
+    time.sleep(bash.BACK_TO_BACK_S + 0.05)
+    before = spares(shell)
+    run(shell, "true")  # paced: one is enough again
+    after = spares(shell)
+    assert len(after) == 1 and after[0] is before[1]
+    assert not alive(before[0].proc.pid)  # served this call and exited
+    assert shell.ready_used == 5

@@ -208,7 +208,14 @@ class Shell:
         self.jobs = Jobs(workdir)
         #: The next call's shell, started ahead (``_Ready``); False turns it off.
         self.start_ahead = START_AHEAD
-        self._ready: _Ready | None = None
+        #: Shells started ahead, oldest first: one, or two while calls come
+        #: back to back (``_depth``), since a shell takes longer to start
+        #: (setpriv, then bash: ~2 ms here) than a caller takes to send the
+        #: next call after a result.
+        self._ready: list[_Ready] = []
+        self._depth = 1
+        #: When the last foreground call ended (monotonic).
+        self._last_end = float("-inf")
         #: Calls served by a shell started ahead (observability, tests).
         self.ready_used = 0
         self._closed = False
@@ -285,12 +292,8 @@ class Shell:
         cleaner = Cleaner()
         cwd, note_gone = self._start_dir(directory)
         env = self._env_for(cwd)
-        with self._ready_guard:
-            ready, self._ready = self._ready, None
-        if ready is not None and not self.start_ahead:
-            ready.discard()
-            ready = None
-        proc = ready.start(command, cwd, env) if ready is not None else None
+        self._depth = 2 if started - self._last_end < BACK_TO_BACK_S else 1
+        proc, ready = self._start_ready(command, cwd, env)
         if proc is not None and ready is not None:
             state_fd = ready.state_fd
             self.ready_used += 1
@@ -311,6 +314,7 @@ class Shell:
                 )
             timed_out, cancelled = self._pump(proc, capture, cleaner, deadline, cancel)
             self._keep_state(state_fd, save_cwd=not directory)
+            self._last_end = time.monotonic()
             self._start_next()
             return self._foreground_result(
                 command, proc, capture, log, started, timeout_ms, log_path, timed_out, cancelled
@@ -318,6 +322,33 @@ class Shell:
         finally:
             os.close(state_fd)
             log.close()
+
+    def _start_ready(
+        self, command: str, cwd: str, env: dict[str, str]
+    ) -> tuple[subprocess.Popen[bytes] | None, _Ready | None]:
+        """The oldest shell started ahead that can serve, given the command;
+        (None, None) if none can (those that cannot are discarded)."""
+        with self._ready_guard:
+            spares, self._ready = self._ready, []
+        if not self.start_ahead:
+            for spare in spares:
+                spare.discard()
+            return None, None
+        while spares:
+            ready = spares.pop(0)
+            proc = ready.start(command, cwd, env)  # discards itself if it cannot serve
+            if proc is not None:
+                break
+        else:
+            return None, None
+        with self._ready_guard:
+            closed = self._closed
+            if not closed:
+                self._ready = spares
+        if closed:
+            for spare in spares:
+                spare.discard()
+        return proc, ready
 
     def _start_next(self) -> None:
         """Start the next call's shell ahead, in the state this call left.
@@ -332,21 +363,32 @@ class Shell:
 
     def _make_ready(self) -> None:
         with self._lock.held():
-            if self._closed or self._ready is not None:
+            if self._closed:
                 return
             cwd, note_gone = self._start_dir("", forget=False)
-            if note_gone:
-                return
-            try:
-                ready = _Ready.spawn(cwd, self._env_for(cwd))
-            except OSError:
-                return  # out of processes or descriptors: the next call spawns (and reports)
+            env = self._env_for(cwd)
             with self._ready_guard:
-                kept = not self._closed
-                if kept:
-                    self._ready = ready
-            if not kept:
+                # Started in a state this call moved on from (cd, export), or
+                # beyond the depth wanted now: of no use.
+                keep = [r for r in self._ready if (r.cwd, r.env) == (cwd, env)]
+                drop = [r for r in self._ready if all(r is not k for k in keep)]
+                drop += keep[self._depth :]
+                self._ready = keep[: self._depth]
+                missing = 0 if note_gone else self._depth - len(self._ready)
+            for ready in drop:
                 ready.discard()
+            for _ in range(missing):
+                try:
+                    ready = _Ready.spawn(cwd, env)
+                except OSError:
+                    return  # out of processes or descriptors: the next call spawns (and reports)
+                with self._ready_guard:
+                    kept = not self._closed
+                    if kept:
+                        self._ready.append(ready)
+                if not kept:
+                    ready.discard()
+                    return
 
     def _keep_state(self, state_fd: int, *, save_cwd: bool) -> None:
         size = os.fstat(state_fd).st_size
@@ -542,8 +584,8 @@ class Shell:
     def close(self) -> None:
         with self._ready_guard:
             self._closed = True
-            ready, self._ready = self._ready, None
-        if ready is not None:
+            spares, self._ready = self._ready, []
+        for ready in spares:
             ready.discard()
         self.jobs.close()
 
@@ -602,6 +644,9 @@ class _LazyLog:
 #: Start each call's shell ahead of the call (``_Ready``); the module switch
 #: for A/B measurements (``SANDBOXD_BASH_AHEAD=0``).
 START_AHEAD = os.environ.get("SANDBOXD_BASH_AHEAD", "1") != "0"
+#: A call that starts this soon after the previous one ended makes two
+#: shells be kept started ahead instead of one.
+BACK_TO_BACK_S = 0.1
 #: Longer commands take the ordinary path (bash reads the command file in blocks; this
 #: only bounds what a shell started ahead is handed).
 MAX_AHEAD_COMMAND = 1 << 20
