@@ -199,7 +199,10 @@ def test_off_switch(shell: Shell) -> None:
     assert shell._ready == [] and shell.ready_used == 0
 
 
-def test_back_to_back_calls_keep_two_shells_and_paced_calls_one(shell: Shell) -> None:
+def test_back_to_back_calls_keep_two_shells_and_paced_calls_one(
+    shell: Shell, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bash, "KEEP_TWO_S", 0.3)
     run(shell, "true")
     assert len(spares(shell)) == 1  # the first call came after nothing
     run(shell, "true")
@@ -210,10 +213,13 @@ def test_back_to_back_calls_keep_two_shells_and_paced_calls_one(shell: Shell) ->
         oldest = ready(shell)
         text, _ = run(shell, "echo $$")
         assert int(text.splitlines()[0]) == oldest.proc.pid
-    time.sleep(bash.BACK_TO_BACK_S + 0.05)
+    time.sleep(0.15)
+    run(shell, "true")  # after a pause, still within KEEP_TWO_S of the burst
+    assert len(spares(shell)) == 2
+    time.sleep(0.35)
     before = spares(shell)
     run(shell, "true")  # paced: one is enough again
     after = spares(shell)
     assert len(after) == 1 and after[0] is before[1]
     assert not alive(before[0].proc.pid)  # served this call and exited
-    assert shell.ready_used == 5
+    assert shell.ready_used == 6

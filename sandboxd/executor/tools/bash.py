@@ -214,8 +214,10 @@ class Shell:
         #: next call after a result.
         self._ready: list[_Ready] = []
         self._depth = 1
-        #: When the last foreground call ended (monotonic).
+        #: When the last foreground call ended, and until when two shells are
+        #: kept (monotonic).
         self._last_end = float("-inf")
+        self._two_until = float("-inf")
         #: Calls served by a shell started ahead (observability, tests).
         self.ready_used = 0
         self._closed = False
@@ -292,7 +294,10 @@ class Shell:
         cleaner = Cleaner()
         cwd, note_gone = self._start_dir(directory)
         env = self._env_for(cwd)
-        self._depth = 2 if started - self._last_end < BACK_TO_BACK_S else 1
+        if started - self._last_end < BACK_TO_BACK_S:
+            # Calls come in bursts: two stay ready for the next burst too.
+            self._two_until = started + KEEP_TWO_S
+        self._depth = 2 if started < self._two_until else 1
         proc, ready = self._start_ready(command, cwd, env)
         if proc is not None and ready is not None:
             state_fd = ready.state_fd
@@ -647,6 +652,8 @@ START_AHEAD = os.environ.get("SANDBOXD_BASH_AHEAD", "1") != "0"
 #: A call that starts this soon after the previous one ended makes two
 #: shells be kept started ahead instead of one.
 BACK_TO_BACK_S = 0.1
+#: ... and keeps two for this long after such a call.
+KEEP_TWO_S = 10.0
 #: Longer commands take the ordinary path (bash reads the command file in blocks; this
 #: only bounds what a shell started ahead is handed).
 MAX_AHEAD_COMMAND = 1 << 20
