@@ -84,8 +84,10 @@ class ToolCallStream:
         async with self._write_lock:
             if all(waiting is not message for waiting in self._outbox):
                 return  # the writer before this one took it along
-            if self._batching:
-                await asyncio.sleep(0)  # calls made in this turn of the loop join
+            if self._batching and len(self._pending) > 1:
+                # Other callers, answered in this turn of the loop, may call
+                # again in it: they join. A lone caller's call leaves at once.
+                await asyncio.sleep(0)
             message = self._next_message(message)
             for attempt in (1, 2):
                 stream = self._ensure_open()

@@ -76,8 +76,10 @@ class ToolCallStream:
                 carried = None
                 if answer is None:
                     return
-                if self._batch_answers:
-                    await asyncio.sleep(0)  # answers finished in this turn of the loop join
+                if self._batch_answers and self._running:
+                    # Calls still running may finish in this turn of the
+                    # loop: they join. A lone call's answer leaves at once.
+                    await asyncio.sleep(0)
                 answers, carried = self._ready_with(answer)
                 self._outstanding -= len(answers)
                 yield answers[0] if len(answers) == 1 else pb.ToolCallsResponse(batch=answers)
