@@ -150,7 +150,13 @@ class ToolCallStream:
     async def _read(self, stream: Any) -> None:
         failure: Exception = SandboxUnavailable("the ToolCalls stream ended")
         try:
-            headers = await stream.initial_metadata()
+            try:
+                headers = await stream.initial_metadata()
+            except grpc.RpcError:
+                # Asked after the call already ended (a refused token, on a
+                # loaded machine), core answers INTERNAL; the call's own
+                # status comes from the loop below.
+                headers = None
             if self._stream is stream and says_batches(headers):
                 self._batching = True
             async for answer in stream:

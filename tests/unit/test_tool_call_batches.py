@@ -3,10 +3,16 @@ client fills it (runtime_client.tool_stream); the wire is in tests/grpc."""
 
 from __future__ import annotations
 
+import grpc
+import pytest
+
+from runtime_client import Unauthenticated
 from runtime_client.tool_stream import ToolCallStream
 from sandboxd.grpc import batch
 from sandboxd.grpc.batch import BatchBudget, says_batches
 from sandboxd.v1 import sandbox_pb2 as pb
+
+pytestmark = [pytest.mark.unit]
 
 
 def _request(call_id: int, content_bytes: int = 10) -> pb.ToolCallsRequest:
@@ -70,3 +76,44 @@ def test_a_request_past_the_budget_goes_alone_and_the_rest_wait() -> None:
     assert [r.call_id for r in stream._outbox] == [1, 3]
     assert stream._next_message(big) is big
     assert [r.call_id for r in stream._outbox] == [3]
+
+
+class _EndedStream:
+    """A ToolCalls call the daemon already ended (a refused token): core
+    answers INTERNAL when asked for headers after the end."""
+
+    def __init__(self) -> None:
+        self.cancelled = False
+
+    async def write(self, message: pb.ToolCallsRequest) -> None:
+        return None
+
+    async def initial_metadata(self) -> None:
+        raise grpc.aio.AioRpcError(
+            grpc.StatusCode.INTERNAL,
+            grpc.aio.Metadata(),
+            grpc.aio.Metadata(),
+            "Internal error from Core",
+        )
+
+    def __aiter__(self) -> _EndedStream:
+        return self
+
+    async def __anext__(self) -> pb.ToolCallsResponse:
+        raise grpc.aio.AioRpcError(
+            grpc.StatusCode.UNAUTHENTICATED,
+            grpc.aio.Metadata(),
+            grpc.aio.Metadata(),
+            "the bearer token is not valid",
+        )
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+@pytest.mark.anyio
+async def test_headers_asked_after_the_end_do_not_hide_the_calls_status() -> None:
+    stream = ToolCallStream(lambda metadata: _EndedStream())
+    with pytest.raises(Unauthenticated, match="the bearer token is not valid"):
+        await stream.call(pb.CallToolRequest(instance_id="i", name="read"))
+    await stream.close()
