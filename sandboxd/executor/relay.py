@@ -47,8 +47,6 @@ class Relay:
         #: Calls read and not yet started; a successor runs what is left.
         self._queue: collections.deque[Call] = collections.deque()
         self._held_since: float | None = None
-        #: Readers started after a stall (observability, tests).
-        self.handovers = 0
 
     def start(self) -> None:
         self._watchdog.add(self)
@@ -94,7 +92,6 @@ class Relay:
                 return  # out of threads: the held reader goes on when its call ends
             self._generation += 1
             self._held_since = None
-            self.handovers += 1
 
     def _thread(self, generation: int) -> threading.Thread:
         # Started under the lock, bumped after: the new reader's first run()
