@@ -3,6 +3,8 @@ client fills it (runtime_client.tool_stream); the wire is in tests/grpc."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import grpc
 import pytest
 
@@ -117,3 +119,13 @@ async def test_headers_asked_after_the_end_do_not_hide_the_calls_status() -> Non
     with pytest.raises(Unauthenticated, match="the bearer token is not valid"):
         await stream.call(pb.CallToolRequest(instance_id="i", name="read"))
     await stream.close()
+
+
+def test_the_readme_states_the_batch_limits_the_code_has() -> None:
+    # The limits live in sandboxd.grpc.batch; the README repeats them for users.
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    stated = (
+        f"A batch holds at most {batch.MAX_BATCH_MESSAGES} messages and "
+        f"{batch.MAX_BATCH_BYTES // 1024} KiB"
+    )
+    assert stated in " ".join(readme.split())
