@@ -23,10 +23,10 @@ from typing import Any
 
 from bench.resources import Resources
 from bench.stats import summarize
-from sandboxd.backends.docker import DockerBackend
-from sandboxd.config import Settings
-from sandboxd.models import SandboxOptions
-from sandboxd.options import effective
+from sandboxd.backends.docker.backend import DockerBackend
+from sandboxd.backends.shared.options import effective
+from sandboxd.contract.models import SandboxOptions
+from sandboxd.daemon.settings import Settings
 
 KINDS = {"shipped": True, "sources": False}
 RESULTS_DIR = Path(__file__).resolve().parent / "results"

@@ -37,11 +37,11 @@ from bench.resources import Resources
 from bench.stats import time_interleaved
 from bench.subjects import TOOL_OPS, SandboxdSubject
 from runtime_client import GrpcSandboxFactory, Sandbox
-from sandboxd.backends.docker import DockerBackend
-from sandboxd.backends.docker_workspace import DockerWorkspace
-from sandboxd.config import Settings
-from sandboxd.models import SandboxOptions
-from sandboxd.options import effective
+from sandboxd.backends.docker.backend import DockerBackend
+from sandboxd.backends.docker.workspace import DockerWorkspace
+from sandboxd.backends.shared.options import effective
+from sandboxd.contract.models import SandboxOptions
+from sandboxd.daemon.settings import Settings
 
 KINDS = {"direct": True, "attach": False}
 OPS = ("read 1 KiB", "write 1 KiB", "bash true")

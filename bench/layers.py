@@ -46,8 +46,8 @@ from sandboxd.executor import wire
 from sandboxd.executor.direct import PipeOutlet
 from sandboxd.executor.dispatch import Executor
 from sandboxd.executor.main import _Server
-from sandboxd.ports import Workspace
-from sandboxd.service import SandboxService
+from sandboxd.service.ports import Workspace
+from sandboxd.service.sandbox_service import SandboxService
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 LAYERS = ("floor", "executor", "channel", "service", "grpc", "grpc unary")
@@ -140,8 +140,8 @@ async def measure(res: Resources, quick: bool) -> dict[str, Any]:
         _check("setup read", host.call_sync("read", {"file_path": path}))
 
     log("in-process docker backend + service")
-    from sandboxd.backends.docker import DockerBackend
-    from sandboxd.config import Settings
+    from sandboxd.backends.docker.backend import DockerBackend
+    from sandboxd.daemon.settings import Settings
 
     settings = Settings(namespace=res.namespace + "-in", pool_size=0)
     backend = DockerBackend(settings)

@@ -33,7 +33,7 @@ _TICK = os.sysconf("SC_CLK_TCK")
 #: (bucket, substrings of "file:function" that put a leaf frame in it), first match wins.
 BUCKETS: list[tuple[str, tuple[str, ...]]] = [
     ("gRPC (grpc.aio / cython / core)", ("grpc/", "grpc_", "cygrpc", "cython", ".pyx")),
-    ("channel + attach stream", ("backends/channel", "docker_attach", "streams.py")),
+    ("channel + attach stream", ("backends/shared/channel", "docker/attach", "streams.py")),
     ("JSON / wire codec", ("json/", "wire.py", "_json")),
     (
         "thread hop (to_thread / executor threads)",
@@ -42,7 +42,7 @@ BUCKETS: list[tuple[str, tuple[str, ...]]] = [
     ("asyncio event loop / selectors", ("asyncio/", "selectors.py")),
     (
         "servicer + convert + service",
-        ("grpc/servicer", "grpc/convert", "service.py", "models.py", "validation.py"),
+        ("grpc/servicer", "contract/convert", "service/", "contract/models", "contract/validation"),
     ),
     ("protobuf", ("protobuf", "_pb2")),
     ("bash tool (spawn, pipes, wait)", ("tools/bash", "tools/output", "subprocess.py", "select")),

@@ -134,6 +134,10 @@ def render(results: dict[str, Any], targets: list[Target]) -> str:
         parts += [f"SWE-ReX: skipped ({swerex['skipped']})", ""]
     elif swerex:
         parts += [f"SWE-ReX: {swerex.get('note', '')}", ""]
+    if results.get("ports"):
+        from bench import ports
+
+        parts += [ports.render(results["ports"]), ""]
     if results.get("transfer"):
         from bench import transfer
 

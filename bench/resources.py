@@ -24,7 +24,7 @@ import docker.errors
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from sandboxd.backends import disk
+from sandboxd.backends.docker import disk
 
 ROOT = Path(__file__).resolve().parents[1]
 RUN_LABEL = "sandboxd.bench.run"
@@ -113,6 +113,8 @@ class Resources:
         self.daemons: list[Daemon] = []
         #: Namespaces of backends run inside the bench process (bench.layers).
         self.extra_namespaces: list[str] = []
+        #: Image tags the run built (bench.image_ab); untagged at the end.
+        self.images: list[str] = []
         self.labels = {RUN_LABEL: self.run_id}
 
     def start_daemon(self, *args: str, suffix: str = "") -> Daemon:
@@ -143,9 +145,16 @@ class Resources:
                         removed += 1
                         if image:  # a workspace's own disk: its loop device and image too
                             disk.remove(Path(image))
+        for tag in self.images:
+            with contextlib.suppress(docker.errors.DockerException):
+                self.docker.images.remove(tag)
+                removed += 1
         shutil.rmtree(self.tmp, ignore_errors=True)
         self.docker.close()
-        print(f"[bench] cleaned up: {removed} container(s)/volume(s), {self.tmp}", file=sys.stderr)
+        print(
+            f"[bench] cleaned up: {removed} container(s)/volume(s)/image tag(s), {self.tmp}",
+            file=sys.stderr,
+        )
 
 
 def interrupt_on_sigterm() -> None:

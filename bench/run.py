@@ -225,6 +225,12 @@ async def bench(res: Resources, plan: Plan, args: argparse.Namespace, stamp: str
             target, res.docker, dict(res.labels), IMAGE, res.tmp
         )
 
+    if args.ports:
+        from bench import ports
+
+        log("ports: a GET through a forwarded port and the preview vs inside; 100 MiB bodies")
+        results["ports"] = await ports.measure(res, plan.fast[1], 1 if plan.fast[1] < 100 else 3)
+
     if args.swerex:
         from bench import swerex
 
@@ -265,6 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--no-transfer", dest="transfer", action="store_false", help="skip bench.transfer"
     )
+    parser.add_argument("--no-ports", dest="ports", action="store_false", help="skip bench.ports")
     args = parser.parse_args(argv)
     plan = Plan.quick() if args.quick else Plan()
     interrupt_on_sigterm()

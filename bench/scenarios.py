@@ -29,13 +29,15 @@ def _ok(result: SandboxToolResult, what: str) -> SandboxToolResult:
 # ---------------------------------------------------------------- lifecycle
 
 
-def bare_docker_run(client: docker.DockerClient, labels: dict[str, str], n: int) -> Summary:
+def bare_docker_run(
+    client: docker.DockerClient, labels: dict[str, str], n: int, image: str = IMAGE
+) -> Summary:
     """``docker run --rm IMAGE true`` with the workspace isolation (no volume)."""
 
     def once() -> float:
         start = time.perf_counter()
         client.containers.run(
-            IMAGE,
+            image,
             ["true"],
             remove=True,
             labels=labels,
@@ -67,6 +69,16 @@ async def create_to_first_command(
     target: str, *, cold: bool, n: int, prefix: str, options: SandboxOptions | None = None
 ) -> tuple[Summary, list[float]]:
     """Create -> first ``bash true`` answered, and the deletes that follow."""
+    creates, deletes = await create_to_first_command_samples(
+        target, cold=cold, n=n, prefix=prefix, options=options
+    )
+    return summarize(creates), deletes
+
+
+async def create_to_first_command_samples(
+    target: str, *, cold: bool, n: int, prefix: str, options: SandboxOptions | None = None
+) -> tuple[list[float], list[float]]:
+    """``create_to_first_command``'s samples (seconds), unsummarized."""
     creates: list[float] = []
     deletes: list[float] = []
     if options is None:
@@ -88,7 +100,7 @@ async def create_to_first_command(
             if i:
                 creates.append(created)
                 deletes.append(deleted)
-    return summarize(creates), deletes
+    return creates, deletes
 
 
 async def create_bursts(
@@ -163,13 +175,19 @@ async def throughput(
 # ---------------------------------------------------------------- memory
 
 
-def container_memory_bytes(container: Container) -> int:
-    """What ``docker stats`` shows: usage minus inactive file cache."""
+def container_memory(container: Container) -> tuple[int, int]:
+    """(the cgroup's memory usage, what ``docker stats`` shows: usage minus
+    inactive file cache), in bytes."""
     stats = container.stats(stream=False, one_shot=True)
     memory = stats.get("memory_stats") or {}
     usage = int(memory.get("usage") or 0)
     inactive = int((memory.get("stats") or {}).get("inactive_file") or 0)
-    return usage - inactive
+    return usage, usage - inactive
+
+
+def container_memory_bytes(container: Container) -> int:
+    """What ``docker stats`` shows: usage minus inactive file cache."""
+    return container_memory(container)[1]
 
 
 async def idle_memory(

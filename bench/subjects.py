@@ -24,7 +24,7 @@ from bench import fixtures as fx
 from bench.resources import IMAGE
 from bench.stats import Op
 from runtime_client import Sandbox, SandboxToolResult
-from sandboxd.config import Settings
+from sandboxd.daemon.settings import Settings
 from sandboxd.executor.tools import ToolSession
 
 #: op name -> (tool, arguments). The edit args are the first of two that alternate.

@@ -57,6 +57,10 @@ def evaluate(results: dict[str, Any]) -> list[Target]:
             Target(f"{op}: sandboxd tools p50 <= 1.2 x floor", p50(op, "sandboxd"),
                    1.2 * p50(op, "floor"), "ms")
         )  # fmt: skip
+    if results.get("ports"):
+        from bench import ports
+
+        targets += ports.evaluate(results["ports"])
     life = results.get("lifecycle")
     if life:
         targets.append(

@@ -33,7 +33,7 @@ from bench.resources import Resources
 from bench.subjects import TOOL_OPS, SandboxdSubject
 from runtime_client import GrpcSandboxFactory, Sandbox
 from runtime_client.tool_stream import ToolCallStream
-from sandboxd.models import SandboxOptions
+from sandboxd.contract.models import SandboxOptions
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 _TICK = os.sysconf("SC_CLK_TCK")

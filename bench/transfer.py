@@ -30,8 +30,8 @@ from typing import Any
 import docker
 
 from runtime_client import GrpcSandboxFactory
-from sandboxd.backends import disk
-from sandboxd.errors import SandboxUnavailable
+from sandboxd.backends.docker import disk
+from sandboxd.contract.errors import SandboxUnavailable
 
 TREE_FILES = 10_000
 TREE_BYTES = 100 * 10**6

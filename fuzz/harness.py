@@ -13,10 +13,10 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from sandboxd.config import Settings
-from sandboxd.daemon import Daemon as Server
-from sandboxd.v1 import sandbox_pb2 as pb
-from sandboxd.v1 import sandbox_pb2_grpc as pb_grpc
+from sandboxd.contract.v1 import sandbox_pb2 as pb
+from sandboxd.contract.v1 import sandbox_pb2_grpc as pb_grpc
+from sandboxd.daemon.assembly import Daemon
+from sandboxd.daemon.settings import Settings
 
 #: Every status the contract allows (proto/sandboxd/v1/sandbox.proto). Never
 #: UNKNOWN or INTERNAL: those mean the daemon failed to type an error.
@@ -38,6 +38,10 @@ KNOWN_IDS = ("fz-a", "fz-b")
 #: Files every known instance starts with (fuzz.strategies.COMMON names them).
 SEED_FILES = ("f.txt", "dir/f.txt", "a b/ü.txt", "dir/sub/deep.txt")
 PAYLOAD_LIMIT = 64 * 1024
+#: How each streaming RPC is called (the rest are unary).
+SERVER_STREAMS = frozenset({"ExecStream", "Download", "DownloadTree"})
+CLIENT_STREAMS = frozenset({"Upload", "UploadTree"})
+BIDI_STREAMS = frozenset({"ToolCalls", "ConnectProcess"})
 CALL_TIMEOUT_S = 60.0
 
 
@@ -57,12 +61,12 @@ class FuzzServer:
         self.failures: list[str] = []
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
-        self._server: Server | None = None
+        self._server: Daemon | None = None
         self._channel: grpc.Channel | None = None
 
-    async def _start_server(self) -> Server:
+    async def _start_server(self) -> Daemon:
         # grpc.aio binds a server to the loop it is created on: create it there.
-        server = Server(self.settings)
+        server = Daemon(self.settings)
         await server.start()
         return server
 
@@ -72,6 +76,12 @@ class FuzzServer:
         self._server = future.result(30)
         self._channel = grpc.insecure_channel(f"unix://{self.settings.socket}")
         self.stub = pb_grpc.SandboxServiceStub(self._channel)  # type: ignore[no-untyped-call]
+        # Every service's stub by method name: RPCs of other services (Lifetimes) too.
+        self._stubs = {
+            method.name: getattr(pb_grpc, f"{service.name}Stub")(self._channel)
+            for service in pb.DESCRIPTOR.services_by_name.values()
+            for method in service.methods
+        }
         for instance_id in KNOWN_IDS:
             self.stub.CreateSandbox(pb.CreateSandboxRequest(instance_id=instance_id))
             for path in SEED_FILES:
@@ -96,10 +106,14 @@ class FuzzServer:
     def call(self, method: str, request: Any) -> Any:
         """Send one request; any status outside ``ALLOWED`` fails the example."""
         self.calls += 1
-        rpc = getattr(self.stub, method)
+        rpc = getattr(self._stubs[method], method)
         try:
-            if method == "ExecStream":
+            if method in SERVER_STREAMS:
                 reply: Any = list(rpc(request, timeout=CALL_TIMEOUT_S))
+            elif method in CLIENT_STREAMS:  # the request is the list of messages sent
+                reply = rpc(iter(request), timeout=CALL_TIMEOUT_S)
+            elif method in BIDI_STREAMS:
+                reply = list(rpc(iter(request), timeout=CALL_TIMEOUT_S))
             else:
                 reply = rpc(request, timeout=CALL_TIMEOUT_S)
             code = grpc.StatusCode.OK

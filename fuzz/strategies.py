@@ -17,7 +17,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from fuzz.harness import KNOWN_IDS, PAYLOAD_LIMIT
-from sandboxd.v1 import sandbox_pb2 as pb
+from sandboxd.contract.v1 import sandbox_pb2 as pb
 
 
 def mostly(valid: st.SearchStrategy[Any], wild: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
@@ -47,6 +47,11 @@ WILD_TEXT = st.one_of(
 
 VALID_ID = st.from_regex(r"\A[A-Za-z0-9][A-Za-z0-9_.-]{0,20}\Z")
 #: Ids that CreateSandbox and DeleteSandbox both aim at, so deletes find something.
+#: Lifetimes: never a few seconds, which would end the seeded sandboxes mid-run;
+#: zero, negative and past every ceiling instead.
+LONG_SECONDS = st.one_of(
+    st.integers(3600, 10**7), st.sampled_from([0, -1, 2**31, 2**63 - 1, -(2**63)])
+)
 SPARE_IDS = st.sampled_from(["fz-c", "fz-d"])
 _OTHER_IDS = st.one_of(
     SPARE_IDS,
@@ -143,7 +148,14 @@ def options() -> st.SearchStrategy[pb.SandboxOptions]:
         runtime=mostly(st.sampled_from([0, 1]), st.sampled_from([2, 3, 99])),
         labels=LABELS,
         idle_ttl_seconds=mostly(st.just(0), INT64),
+        max_lifetime_seconds=mostly(st.just(0), LONG_SECONDS),
+        delete_after_stopped_seconds=mostly(st.just(0), INT64),
+        disk_bytes=mostly(st.just(0), INT64),
     )
+
+
+def extend_sandbox() -> st.SearchStrategy[pb.ExtendSandboxRequest]:
+    return st.builds(pb.ExtendSandboxRequest, instance_id=INSTANCE_IDS, seconds=LONG_SECONDS)
 
 
 def create_sandbox() -> st.SearchStrategy[pb.CreateSandboxRequest]:
@@ -477,4 +489,5 @@ RPCS: dict[str, st.SearchStrategy[Any]] = {
     "Bash": bash(),
     "Grep": grep(),
     "Glob": glob(),
+    "ExtendSandbox": extend_sandbox(),
 }

@@ -80,21 +80,21 @@ _WHERE: dict[str, str] = {
     "RESERVED_TOOL_NAMES": "runtime_client.toolset",
     "ToolNameConflictError": "runtime_client.toolset",
     "ToolSet": "runtime_client.toolset",
-    "ExecExit": "sandboxd.models",
-    "ExecOutput": "sandboxd.models",
-    "ExecResult": "sandboxd.models",
-    "ExistsResult": "sandboxd.models",
-    "FileInfo": "sandboxd.models",
-    "FileType": "sandboxd.models",
-    "ProcessChunk": "sandboxd.models",
-    "ProcessExit": "sandboxd.models",
-    "ProcessInfo": "sandboxd.models",
-    "ReadFileResult": "sandboxd.models",
-    "Runtime": "sandboxd.models",
-    "SandboxInfo": "sandboxd.models",
-    "SandboxOptions": "sandboxd.models",
-    "SandboxToolResult": "sandboxd.models",
-    "WriteFileResult": "sandboxd.models",
+    "ExecExit": "sandboxd.contract.models",
+    "ExecOutput": "sandboxd.contract.models",
+    "ExecResult": "sandboxd.contract.models",
+    "ExistsResult": "sandboxd.contract.models",
+    "FileInfo": "sandboxd.contract.models",
+    "FileType": "sandboxd.contract.models",
+    "ProcessChunk": "sandboxd.contract.models",
+    "ProcessExit": "sandboxd.contract.models",
+    "ProcessInfo": "sandboxd.contract.models",
+    "ReadFileResult": "sandboxd.contract.models",
+    "Runtime": "sandboxd.contract.models",
+    "SandboxInfo": "sandboxd.contract.models",
+    "SandboxOptions": "sandboxd.contract.models",
+    "SandboxToolResult": "sandboxd.contract.models",
+    "WriteFileResult": "sandboxd.contract.models",
 }
 
 if TYPE_CHECKING:
@@ -143,7 +143,7 @@ if TYPE_CHECKING:
         define_tool,
     )
     from runtime_client.toolset import RESERVED_TOOL_NAMES, ToolNameConflictError, ToolSet
-    from sandboxd.models import (
+    from sandboxd.contract.models import (
         ExecExit,
         ExecOutput,
         ExecResult,
@@ -169,7 +169,7 @@ def __getattr__(name: str) -> Any:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        from sandboxd.extras import EXTRAS, message
+        from sandboxd.contract.extras import EXTRAS, message
 
         if module_name not in _AGENT_EXTRA_MODULES or exc.name not in EXTRAS["agent"]:
             raise

@@ -8,7 +8,7 @@ from typing import Any, ParamSpec, TypeVar
 
 import grpc
 
-from sandboxd.errors import (
+from sandboxd.contract.errors import (
     ERROR_CLASSES,
     Internal,
     SandboxdError,

@@ -5,15 +5,20 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING
 
 from runtime_client.grpc_transport import GrpcTransport
 from runtime_client.sandbox import Sandbox
-from sandboxd.models import SandboxOptions
+from sandboxd.contract.models import SandboxOptions
+
+#: Where ``sandboxd serve`` listens unless told otherwise.
+DEFAULT_TARGET = "unix:///run/sandboxd/sandboxd.sock"
 
 if TYPE_CHECKING:
-    from sandboxd.backends.local import LocalBackend
-    from sandboxd.service import SandboxService
+    from typing_extensions import Self  # typing.Self from 3.11; the client runs on 3.10
+
+    from sandboxd.backends.local.backend import LocalBackend
+    from sandboxd.service.sandbox_service import SandboxService
 
 
 def _with_cwd(options: SandboxOptions, cwd: str | None) -> SandboxOptions:
@@ -84,12 +89,12 @@ class LocalSandboxFactory(_ClosingFactory):
         exec_timeout_ms: int | None = None,
         max_exec_timeout_ms: int | None = None,
     ) -> None:
-        from sandboxd.extras import require
+        from sandboxd.contract.extras import require
 
         require("local", "LocalSandboxFactory")
-        from sandboxd.backends.local import LocalBackend
-        from sandboxd.config import Settings
-        from sandboxd.service import SandboxService
+        from sandboxd.backends.local.backend import LocalBackend
+        from sandboxd.daemon.settings import Settings
+        from sandboxd.service.sandbox_service import SandboxService
 
         limits = {
             "max_payload_bytes": max_payload_bytes,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterable, AsyncIterator, Mapping
 from typing import Any
@@ -10,9 +11,10 @@ from typing import Any
 import grpc
 
 from runtime_client._status import mapped, mapped_stream
+from runtime_client.errors import SandboxUnavailable
 from runtime_client.tool_stream import StreamUnsupported, ToolCallStream
-from sandboxd.grpc import convert
-from sandboxd.models import (
+from sandboxd.contract import convert
+from sandboxd.contract.models import (
     DownloadDone,
     ExecEvent,
     ExecRequest,
@@ -20,6 +22,8 @@ from sandboxd.models import (
     ExistsResult,
     FileInfo,
     ForkResult,
+    ListeningPort,
+    Preview,
     ProcessEvent,
     ProcessInfo,
     ProcessRequest,
@@ -33,8 +37,8 @@ from sandboxd.models import (
     TreeUploadResult,
     WriteFileResult,
 )
-from sandboxd.v1 import sandbox_pb2 as pb
-from sandboxd.v1 import sandbox_pb2_grpc as pb_grpc
+from sandboxd.contract.v1 import sandbox_pb2 as pb
+from sandboxd.contract.v1 import sandbox_pb2_grpc as pb_grpc
 
 _MAX_MESSAGE = 256 << 20  # the server enforces the real limits and says so
 
@@ -89,6 +93,7 @@ class GrpcTransport:
         self._token = token
         self._channel: grpc.aio.Channel | None = None
         self._stub: pb_grpc.SandboxServiceStub | None = None
+        self._ports_stub: pb_grpc.SandboxPortsStub | None = None
         self._tool_stream: ToolCallStream | None = None
         self._tool_stream_supported = True
 
@@ -107,6 +112,13 @@ class GrpcTransport:
             self._stub = pb_grpc.SandboxServiceStub(self._channel)  # type: ignore[no-untyped-call]
         return self._stub
 
+    @property
+    def ports_stub(self) -> pb_grpc.SandboxPortsStub:
+        if self._ports_stub is None:
+            self.stub  # noqa: B018 (makes the channel)
+            self._ports_stub = pb_grpc.SandboxPortsStub(self._channel)  # type: ignore[no-untyped-call]
+        return self._ports_stub
+
     async def close(self) -> None:
         if self._tool_stream is not None:
             await self._tool_stream.close()
@@ -115,6 +127,7 @@ class GrpcTransport:
             await self._channel.close()
         self._channel = None
         self._stub = None
+        self._ports_stub = None
 
     @mapped
     async def create_sandbox(
@@ -153,6 +166,15 @@ class GrpcTransport:
     @mapped
     async def delete_sandbox(self, instance_id: str) -> None:
         await self.stub.DeleteSandbox(pb.DeleteSandboxRequest(instance_id=instance_id))
+
+    @mapped
+    async def extend_sandbox(self, instance_id: str, seconds: int) -> SandboxInfo:
+        self.stub  # noqa: B018 -- opens the channel the Lifetimes stub shares
+        lifetimes = pb_grpc.LifetimesStub(self._channel)  # type: ignore[no-untyped-call]
+        reply = await lifetimes.ExtendSandbox(
+            pb.ExtendSandboxRequest(instance_id=instance_id, seconds=seconds)
+        )
+        return convert.info_from_pb(reply.sandbox)
 
     @mapped
     async def restart_sandbox(self, instance_id: str) -> SandboxInfo:
@@ -282,6 +304,36 @@ class GrpcTransport:
         reply = await self.stub.ListProcesses(pb.ListProcessesRequest(instance_id=instance_id))
         return [convert.process_info_from_pb(p) for p in reply.processes]
 
+    # ------------------------------------------------------------ ports
+
+    @mapped
+    async def open_port(
+        self, instance_id: str, port: int, host: str = "localhost"
+    ) -> GrpcPortConnection:
+        call = self.ports_stub.OpenPort()
+        try:
+            await call.write(pb.PortInput(instance_id=instance_id, port=port, host=host))
+            first = await call.read()
+        except BaseException:
+            await GrpcPortConnection(call).close()
+            raise
+        if first is grpc.aio.EOF or not first.opened:
+            await GrpcPortConnection(call).close()
+            raise SandboxUnavailable(f"port {port} of {instance_id!r} did not open")
+        return GrpcPortConnection(call)
+
+    @mapped
+    async def create_preview(self, instance_id: str, port: int, ttl_s: int = 3600) -> Preview:
+        reply = await self.ports_stub.CreatePreview(
+            pb.CreatePreviewRequest(instance_id=instance_id, port=port, ttl_s=ttl_s)
+        )
+        return convert.preview_from_pb(reply)
+
+    @mapped
+    async def list_ports(self, instance_id: str) -> list[ListeningPort]:
+        reply = await self.ports_stub.ListPorts(pb.ListPortsRequest(instance_id=instance_id))
+        return convert.listening_ports_from_pb(reply)
+
     @mapped
     async def call_tool(
         self,
@@ -378,12 +430,7 @@ class GrpcTransport:
             chunks,
             message,
         )
-        return TreeUploadResult(
-            files=reply.files,
-            directories=reply.directories,
-            symlinks=reply.symlinks,
-            bytes=reply.bytes,
-        )
+        return convert.tree_upload_from_pb(reply)
 
     @mapped_stream
     async def download_tree(
@@ -459,11 +506,18 @@ class GrpcProcessConnection:
         self._call = stub.ConnectProcess()
         self._first = pb.ProcessInput(instance_id=instance_id, handle=handle, offset=offset)
         self._opened = False
+        self._opening = asyncio.Lock()
 
     async def _open(self) -> None:
-        if not self._opened:
-            self._opened = True
-            await self._call.write(self._first)
+        # Reading and sending may start at once (a feeder task beside a reader):
+        # whichever comes second waits until the first message is written, or
+        # its stdin could overtake the message that names the process.
+        if self._opened:
+            return
+        async with self._opening:
+            if not self._opened:
+                await self._call.write(self._first)
+                self._opened = True
 
     @mapped
     async def send(self, data: bytes, *, close: bool = False) -> None:
@@ -477,4 +531,48 @@ class GrpcProcessConnection:
             yield convert.process_event_from_pb(message)
 
     async def aclose(self) -> None:
+        self._call.cancel()
+
+
+class GrpcPortConnection:
+    """``OpenPort`` after its first exchange: bytes both ways, each with its own end."""
+
+    #: Bytes per message towards the daemon.
+    CHUNK = 256 << 10
+
+    def __init__(self, call: Any) -> None:
+        self._call = call
+        self._eof = False
+        self._write_shut = False
+
+    @mapped
+    async def read(self) -> bytes:
+        while not self._eof:
+            message = await self._call.read()
+            if message is grpc.aio.EOF or message.eof:
+                self._eof = True
+            elif message.data:
+                return bytes(message.data)
+        return b""
+
+    @mapped
+    async def write(self, data: bytes) -> None:
+        for start in range(0, len(data), self.CHUNK):
+            await self._call.write(pb.PortInput(data=data[start : start + self.CHUNK]))
+
+    @mapped
+    async def shutdown_write(self) -> None:
+        if not self._write_shut:
+            self._write_shut = True
+            await self._call.write(pb.PortInput(close_write=True))
+            await self._call.done_writing()
+
+    async def close(self) -> None:
+        if not self._write_shut:
+            self._write_shut = True
+            # With interceptors (a token) grpc feeds writes through an async
+            # generator of its own; ending it before the cancel keeps it from
+            # being finalized while it still waits for a write.
+            with contextlib.suppress(Exception):
+                await self._call.done_writing()
         self._call.cancel()

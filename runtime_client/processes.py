@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator
 
 from runtime_client.errors import Conflict
 from runtime_client.transport import ProcessConnection, SandboxTransport
-from sandboxd.models import ProcessChunk, ProcessExit, ProcessInfo
+from sandboxd.contract.models import ProcessChunk, ProcessExit, ProcessInfo
 
 
 class Process:

@@ -152,7 +152,7 @@ async def sandbox_factory(
     if backend_name != "asyncio":
         pytest.skip("sandboxd's client (grpc.aio) runs on asyncio only")
     from runtime_client.factories import GrpcSandboxFactory, LocalSandboxFactory
-    from sandboxd.models import SandboxOptions
+    from sandboxd.contract.models import SandboxOptions
 
     inner: GrpcSandboxFactory | LocalSandboxFactory
     if sandbox_backend == "grpc":

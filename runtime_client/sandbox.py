@@ -5,14 +5,16 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from runtime_client import transfer_io
 from runtime_client.errors import NotFound
+from runtime_client.ports import PortForward
 from runtime_client.processes import Process
 from runtime_client.transfer_io import Progress, Source
-from runtime_client.transport import SandboxTransport
-from sandboxd.models import (
+from runtime_client.transport import PortConnection, SandboxTransport
+from sandboxd.contract.models import (
     DownloadDone,
     ExecEvent,
     ExecRequest,
@@ -20,16 +22,28 @@ from sandboxd.models import (
     ExistsResult,
     FileInfo,
     ForkResult,
+    ListeningPort,
+    Preview,
     ProcessInfo,
     ProcessRequest,
     ReadFileResult,
     SandboxInfo,
     SandboxOptions,
     SandboxToolResult,
+    SkippedLink,
     TreeDownloadDone,
     TreeUploadResult,
     WriteFileResult,
 )
+
+
+@dataclass(frozen=True)
+class TreeDownloadResult(TreeDownloadDone):
+    """``download_tree``'s result: the daemon's summary, and the symlinks this
+    side's extraction left out (they would resolve outside the destination)."""
+
+    skipped_links: tuple[SkippedLink, ...] = ()  # the first 100
+    links_skipped: int = 0  # how many in all
 
 
 class Sandbox:
@@ -58,6 +72,11 @@ class Sandbox:
         The shell's saved cwd/env, the read state and call records start empty.
         """
         return await self._transport.restart_sandbox(self.instance_id)
+
+    async def extend(self, seconds: int) -> SandboxInfo:
+        """Let the sandbox live ``seconds`` from now (``SandboxInfo.expires_at_ms``),
+        within the daemon's maximum lifetime."""
+        return await self._transport.extend_sandbox(self.instance_id, seconds)
 
     async def delete(self) -> None:
         """Remove the workspace and its files for good."""
@@ -210,16 +229,24 @@ class Sandbox:
         *,
         gitignore: bool = False,
         progress: Progress | None = None,
-    ) -> TreeDownloadDone:
+    ) -> TreeDownloadResult:
         """Copy the folder ``path`` into the local folder ``dest`` (created).
 
-        The tar comes from the sandbox, so it is extracted with tarfile's
-        ``data`` filter: nothing can land outside ``dest``.
+        The tar comes from the sandbox, so nothing can land outside ``dest``
+        (``sandboxd.contract.untar``): a symlink that would resolve outside it
+        (absolute, out of it, or through another link) is left out and listed
+        in the result's ``skipped_links``, and the rest is copied.
         """
         chunks = _counted(self.download_tree_iter(path, gitignore=gitignore), progress)
-        found = await transfer_io.extract_to(chunks, dest)
-        done = [item for item in found if isinstance(item, TreeDownloadDone)]
-        return done[-1]
+        found, counted = await transfer_io.extract_to(chunks, dest)
+        done = [item for item in found if isinstance(item, TreeDownloadDone)][-1]
+        return TreeDownloadResult(
+            entries=done.entries,
+            bytes=done.bytes,
+            skipped=done.skipped,
+            skipped_links=tuple(SkippedLink(**link) for link in counted["skipped_links"]),
+            links_skipped=int(counted["links_skipped"]),
+        )
 
     async def fork(self, new_id: str, *, options: SandboxOptions | None = None) -> Sandbox:
         """A new sandbox whose files start as a copy of this one's (then they
@@ -264,6 +291,46 @@ class Sandbox:
 
     async def list_processes(self) -> list[ProcessInfo]:
         return await self._transport.list_processes(self.instance_id)
+
+    # ------------------------------------------------------------ ports
+
+    async def open_port(self, port: int, host: str = "localhost") -> PortConnection:
+        """One TCP connection to ``host:port`` inside the sandbox (127.0.0.1, ::1, or
+        localhost: both, 127.0.0.1 first).
+
+        Works with the sandbox's network off. ``read()`` gives the server's
+        bytes (b"" at its end), ``write()`` waits while the server does not
+        read, ``shutdown_write()`` half-closes, ``close()`` resets.
+        """
+        return await self._transport.open_port(self.instance_id, port, host)
+
+    def forward_port(
+        self,
+        remote_port: int,
+        *,
+        local_port: int = 0,
+        local_host: str = "127.0.0.1",
+        remote_host: str = "localhost",
+    ) -> PortForward:
+        """A local listener for ``remote_port`` inside the sandbox: ``async with
+        sandbox.forward_port(8000) as fwd:`` then connect to ``fwd.port``."""
+        return PortForward(
+            self._transport,
+            self.instance_id,
+            remote_port,
+            local_port=local_port,
+            local_host=local_host,
+            remote_host=remote_host,
+        )
+
+    async def create_preview(self, port: int, ttl_s: int = 3600) -> Preview:
+        """A preview token for ``port``: the daemon's HTTP listener serves the port
+        at ``preview.path`` (a signed URL for a browser) until ``expires_at``."""
+        return await self._transport.create_preview(self.instance_id, port, ttl_s)
+
+    async def list_ports(self) -> list[ListeningPort]:
+        """The TCP ports something listens on inside the sandbox."""
+        return await self._transport.list_ports(self.instance_id)
 
     # ------------------------------------------------------------ the six tools
 
@@ -318,7 +385,7 @@ class Sandbox:
         run_in_background: bool = False,
         workdir: str | None = None,
     ) -> SandboxToolResult:
-        """``timeout`` is in milliseconds (``sandboxd.tool_contract.BASH_*_TIMEOUT_MS``)."""
+        """``timeout`` is in milliseconds (``sandboxd.contract.tools.BASH_*_TIMEOUT_MS``)."""
         return await self.call_tool(
             "bash",
             _given(

@@ -21,7 +21,7 @@ import anyio
 from runtime_client.errors import SandboxUnavailable
 from runtime_client.sandbox import Sandbox
 from runtime_client.tools import Tool, ToolContext, ToolResult
-from sandboxd.tool_contract import BASH_MAX_TIMEOUT_S, TOOL_NAMES, description, input_schema
+from sandboxd.contract.tools import BASH_MAX_TIMEOUT_S, TOOL_NAMES, description, input_schema
 
 SANDBOX_TOOL_NAMES: tuple[str, ...] = TOOL_NAMES
 
@@ -39,7 +39,7 @@ class SandboxToolsProvider(Protocol):
     def tools(self, sandbox: Sandbox) -> Sequence[Tool[Any]]: ...
 
 
-# Derived from the tools' own specs (sandboxd.tool_contract): one source for
+# Derived from the tools' own specs (sandboxd.contract.tools): one source for
 # the schemas here, the MCP bridge's tool list and the HTTP routes.
 SCHEMAS: Mapping[str, dict[str, Any]] = {name: input_schema(name) for name in TOOL_NAMES}
 DESCRIPTIONS: Mapping[str, str] = {name: description(name) for name in TOOL_NAMES}

@@ -23,9 +23,9 @@ from typing import Any
 import grpc
 
 from runtime_client._status import error_from_rpc, error_from_status
-from sandboxd.errors import SandboxdError, SandboxUnavailable
-from sandboxd.grpc.batch import BATCH_METADATA, BatchBudget, says_batches
-from sandboxd.v1 import sandbox_pb2 as pb
+from sandboxd.contract.batch import BATCH_METADATA, BatchBudget, says_batches
+from sandboxd.contract.errors import SandboxdError, SandboxUnavailable
+from sandboxd.contract.v1 import sandbox_pb2 as pb
 
 
 class StreamUnsupported(Exception):

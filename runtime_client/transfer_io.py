@@ -8,6 +8,7 @@ memory. Standard library only (asyncio), like the rest of the client layer.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import os
 import stat
@@ -17,7 +18,7 @@ from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable
 from pathlib import Path
 from typing import IO, Any
 
-from sandboxd.executor import untar
+from sandboxd.contract import untar
 
 #: Bytes read from a local file per chunk (the daemon re-chunks as it needs).
 CHUNK = 1 << 20
@@ -79,7 +80,8 @@ class _Bridge:
             try:
                 future.result(timeout=0.5)
                 return
-            except TimeoutError:
+            # Not the builtin TimeoutError before 3.11 (the client runs on 3.10).
+            except concurrent.futures.TimeoutError:
                 future.cancel()
 
 
@@ -205,11 +207,15 @@ class _Reader(untar.ChunkReader):
         return chunk
 
 
-async def extract_to(chunks: AsyncIterator[Any], dest: str | os.PathLike[str]) -> list[Any]:
+async def extract_to(
+    chunks: AsyncIterator[Any], dest: str | os.PathLike[str]
+) -> tuple[list[Any], dict[str, Any]]:
     """Extract the tar byte chunks into ``dest`` with the executor's own
-    extractor (``sandboxd.executor.untar``: the stream comes from a sandbox, so
-    no absolute names, no links out, no devices, nothing written through a
-    symlink; InvalidArgument names a refused entry); returns the non-byte items."""
+    extractor (``sandboxd.contract.untar``: the stream comes from a sandbox, so
+    no absolute names, no devices, nothing written through a symlink,
+    InvalidArgument naming a refused entry; and no symlink that would resolve
+    outside ``dest``: those are left out and listed); returns the non-byte
+    items and what the extraction counted."""
     others: list[Any] = []
     folder = Path(dest)
     await asyncio.to_thread(folder.mkdir, parents=True, exist_ok=True)
@@ -222,11 +228,11 @@ async def extract_to(chunks: AsyncIterator[Any], dest: str | os.PathLike[str]) -
             others.append(item)
         return None
 
-    def extract() -> None:
-        untar.extract(_Reader(pull, loop), str(folder))
+    def extract() -> dict[str, Any]:
+        return untar.extract(_Reader(pull, loop), str(folder))
 
-    await asyncio.to_thread(extract)
+    counted = await asyncio.to_thread(extract)
     async for item in chunks:  # the summary after the end-of-archive blocks
         if not isinstance(item, bytes):
             others.append(item)
-    return others
+    return others, counted

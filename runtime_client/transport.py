@@ -1,6 +1,6 @@
 """The port between a ``Sandbox`` and whatever serves it.
 
-``sandboxd.service.SandboxService`` satisfies it in-process (the local
+``sandboxd.service.sandbox_service.SandboxService`` satisfies it in-process (the local
 factory); ``GrpcTransport`` satisfies it over the wire. A ``Sandbox`` cannot
 tell the two apart.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterable, AsyncIterator, Mapping
 from typing import Any, Protocol
 
-from sandboxd.models import (
+from sandboxd.contract.models import (
     DownloadDone,
     ExecEvent,
     ExecRequest,
@@ -18,6 +18,8 @@ from sandboxd.models import (
     ExistsResult,
     FileInfo,
     ForkResult,
+    ListeningPort,
+    Preview,
     ProcessEvent,
     ProcessInfo,
     ProcessRequest,
@@ -48,6 +50,26 @@ class ProcessConnection(Protocol):
         ...
 
 
+class PortConnection(Protocol):
+    """One TCP connection to a server inside a sandbox, each direction ending on its own."""
+
+    async def read(self) -> bytes:
+        """The server's next bytes; b"" once it ended its direction."""
+        ...
+
+    async def write(self, data: bytes) -> None:
+        """Returns once the bytes are on their way (a server that does not read holds it)."""
+        ...
+
+    async def shutdown_write(self) -> None:
+        """End this direction (the server reads EOF); reading goes on."""
+        ...
+
+    async def close(self) -> None:
+        """Abort both directions (the connection inside is reset); idempotent."""
+        ...
+
+
 class SandboxTransport(Protocol):
     async def create_sandbox(
         self, instance_id: str, options: SandboxOptions | None = None
@@ -64,6 +86,8 @@ class SandboxTransport(Protocol):
     async def delete_sandbox(self, instance_id: str) -> None: ...
 
     async def restart_sandbox(self, instance_id: str) -> SandboxInfo: ...
+
+    async def extend_sandbox(self, instance_id: str, seconds: int) -> SandboxInfo: ...
 
     async def read_file(
         self, instance_id: str, path: str, offset: int = 0, length: int | None = None
@@ -149,3 +173,11 @@ class SandboxTransport(Protocol):
     async def signal_process(self, instance_id: str, handle: str, signal: int) -> ProcessInfo: ...
 
     async def list_processes(self, instance_id: str) -> list[ProcessInfo]: ...
+
+    async def open_port(
+        self, instance_id: str, port: int, host: str = "localhost"
+    ) -> PortConnection: ...
+
+    async def list_ports(self, instance_id: str) -> list[ListeningPort]: ...
+
+    async def create_preview(self, instance_id: str, port: int, ttl_s: int = 3600) -> Preview: ...

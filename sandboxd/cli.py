@@ -12,12 +12,13 @@ import time
 from typing import Any
 
 from sandboxd import __version__
-from sandboxd.errors import SandboxdError
-from sandboxd.extras import MissingExtra, require
+from sandboxd.contract.errors import SandboxdError
+from sandboxd.contract.extras import MissingExtra, require
 
 
 class _JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
+        # Server extra (prometheus_client): only `serve` logs through this formatter.
         from sandboxd.observability.calls import log_fields
 
         entry: dict[str, Any] = {
@@ -42,7 +43,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_mcp_parser(commands)
     # `sandboxd mcp` and `--help` work without the server extra; `serve` then says it is missing.
     try:
-        from sandboxd.config import Settings
+        from sandboxd.daemon.settings import Settings
     except ImportError:
         return parser
     for name, field in Settings.model_fields.items():
@@ -82,7 +83,8 @@ def _mcp(args: argparse.Namespace) -> int:
     except MissingExtra as exc:
         print(exc, file=sys.stderr)
         return 2
-    from sandboxd.mcp_bridge import run_bridge
+    # The mcp extra, checked just above.
+    from sandboxd.mcp.bridge import run_bridge
 
     try:
         asyncio.run(
@@ -121,12 +123,15 @@ def main(argv: list[str] | None = None) -> int:
         return _mcp(args)
     try:
         require("server", "sandboxd serve")
+        if (getattr(args, "backend", None) or os.environ.get("SANDBOXD_BACKEND")) == "kubernetes":
+            require("kubernetes", "sandboxd serve --backend kubernetes")
     except MissingExtra as exc:
         print(exc, file=sys.stderr)
         return 2
+    # The server extra, checked just above.
     from pydantic import ValidationError
 
-    from sandboxd.config import Settings
+    from sandboxd.daemon.settings import Settings
 
     overrides = {k: v for k, v in vars(args).items() if k != "command" and v is not None}
     try:
@@ -137,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     handler = logging.StreamHandler()
     handler.setFormatter(_JsonFormatter())
     logging.basicConfig(level=settings.log_level.upper(), handlers=[handler])
-    from sandboxd.daemon import Daemon
+    from sandboxd.daemon.assembly import Daemon  # the server extra, as above
 
     async def serve() -> None:
         # grpc.aio binds its server to the loop it is created on.

@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
 # Build the sandboxd workspace image from images/workspace/.
 #
-#   scripts/build-image.sh [IMAGE_TAG]        (default: sandboxd-workspace:latest)
+#   scripts/build-image.sh [IMAGE_TAG [CONTEXT_DIR]]
+#       IMAGE_TAG    default: sandboxd-workspace:latest
+#       CONTEXT_DIR  default: images/workspace (another folder with a Dockerfile
+#                    that takes ARG BASE, e.g. an older images/workspace taken
+#                    from git for a before/after bench)
+#   scripts/build-image.sh --hash [CONTEXT_DIR]
+#       print the context's hash (what the label would say) and build nothing
 #
-# Idempotent: the image carries label sandboxd.image.hash=<sha256 of
-# images/workspace/>; if the tag already has the current hash nothing is done.
+# Idempotent: the image carries label sandboxd.image.hash=<sha256 of the
+# context's files>; if the tag already has the current hash nothing is done.
+# A rebuild removes the image the tag had before if nothing else uses it.
 #
 # Base image, first that works:
 #   1. $SANDBOXD_BASE_IMAGE if set (must exist locally or be pullable)
@@ -27,8 +34,14 @@ die() { echo "[build-image] ERROR: $*" >&2; exit 1; }
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO_DIR="$(cd "$SCRIPT_DIR/.." && pwd)"
-CONTEXT_DIR="$REPO_DIR/images/workspace"
+PRINT_HASH=0
+if [ "${1:-}" = "--hash" ]; then
+    PRINT_HASH=1
+    shift
+    set -- "" "$@"
+fi
 TAG="${1:-sandboxd-workspace:latest}"
+CONTEXT_DIR="$(cd "${2:-$REPO_DIR/images/workspace}" && pwd)"
 
 SUITE=bookworm
 UPSTREAM_BASE="debian:${SUITE}-slim"
@@ -36,8 +49,6 @@ LOCAL_BASE="sandboxd-base:${SUITE}"
 PULL_TIMEOUT="${SANDBOXD_PULL_TIMEOUT:-20}"
 
 [ -f "$CONTEXT_DIR/Dockerfile" ] || die "missing $CONTEXT_DIR/Dockerfile"
-
-"$SCRIPT_DIR/ensure-docker.sh"
 
 # ---- content hash of the build context --------------------------------------
 context_hash() {
@@ -47,6 +58,12 @@ context_hash() {
     )
 }
 HASH="$(context_hash)"
+if [ "$PRINT_HASH" = 1 ]; then
+    echo "$HASH"
+    exit 0
+fi
+
+"$SCRIPT_DIR/ensure-docker.sh"
 
 image_hash() {
     docker image inspect --format '{{ index .Config.Labels "sandboxd.image.hash" }}' "$1" 2>/dev/null || true
@@ -62,8 +79,9 @@ if up_to_date; then
     exit 0
 fi
 
-# ---- serialize concurrent builds --------------------------------------------
-LOCK_FILE="/tmp/sandboxd-build-image.lock"
+# ---- serialize concurrent builds of the same tag -----------------------------
+# (per tag: a scratch tag, e.g. the bench's, does not wait for `make image`)
+LOCK_FILE="/tmp/sandboxd-build-image.$(printf '%s' "$TAG" | tr -c 'A-Za-z0-9._-' '_').lock"
 if command -v flock >/dev/null 2>&1; then
     exec 9>"$LOCK_FILE"
     if ! flock -n 9; then
@@ -182,6 +200,13 @@ pick_base() {
     fi
     if image_exists "$UPSTREAM_BASE"; then BASE="$UPSTREAM_BASE"; return; fi
     if image_exists "$LOCAL_BASE"; then BASE="$LOCAL_BASE"; return; fi
+    # Builds of different tags run side by side: one makes the base, the
+    # others wait for it and use it.
+    if command -v flock >/dev/null 2>&1; then
+        exec 8>/tmp/sandboxd-build-base.lock
+        flock 8
+        if image_exists "$LOCAL_BASE"; then BASE="$LOCAL_BASE"; return; fi
+    fi
     log "trying docker pull $UPSTREAM_BASE (timeout ${PULL_TIMEOUT}s)"
     if timeout "$PULL_TIMEOUT" docker pull "$UPSTREAM_BASE" >&2 2>&1 && image_exists "$UPSTREAM_BASE"; then
         BASE="$UPSTREAM_BASE"; return

@@ -2,13 +2,14 @@
 # Host tools the test suite needs besides Docker: ripgrep (the grep tool's two
 # engines are compared on the host too), docker-compose (the example
 # deploy/compose.yaml is checked by the real tool) and tmux (a real terminal
-# for the `sandboxctl shell` test). Idempotent.
+# for the `sandboxctl shell` test) and chromium (a real browser loads a
+# sandbox's page and its WebSocket through a preview URL). Idempotent.
 set -euo pipefail
 
 log() { echo "[ensure-host-tools] $*" >&2; }
 
 # command -> Debian package
-declare -A TOOLS=([rg]=ripgrep [docker-compose]=docker-compose [tmux]=tmux)
+declare -A TOOLS=([rg]=ripgrep [docker-compose]=docker-compose [tmux]=tmux [chromium]=chromium)
 
 missing=()
 for cmd in "${!TOOLS[@]}"; do

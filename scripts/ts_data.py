@@ -31,7 +31,7 @@ def tool_specs() -> list[dict[str, Any]]:
     keys must reach sandboxd, whose answer names the valid ones.
     """
     from runtime_client.sandbox_tools import DESCRIPTIONS, SANDBOX_TOOL_NAMES, SCHEMAS
-    from sandboxd.tool_contract import SPECS as specs
+    from sandboxd.contract.tools import SPECS as specs
 
     out = []
     for name in SANDBOX_TOOL_NAMES:
@@ -80,7 +80,7 @@ def cases_json() -> str:
 
 
 def errors_json() -> str:
-    from sandboxd.errors import ERROR_CLASSES
+    from sandboxd.contract.errors import ERROR_CLASSES
 
     return json.dumps({cls.__name__: cls.status_name for cls in ERROR_CLASSES})
 

@@ -10,11 +10,14 @@ from typing import Any
 
 import pytest
 
-# The Docker fixtures serve the docker tier and the conformance suite's Docker backend.
-pytest_plugins = ["tests.docker_fixtures"]
+# The Docker and Kubernetes fixtures serve their tiers and the conformance suite's
+# backends on those engines.
+pytest_plugins = ["tests.docker_fixtures", "tests.kubernetes_fixtures"]
 
 # The tiers, most demanding first: a test's tier is the first of these it carries.
-TIERS = ("docker", "conformance", "inproc", "unit")
+TIERS = ("kubernetes", "frameworks", "docker", "conformance", "inproc", "unit")
+#: Tiers that need a real Docker engine: under CI=true none of their tests may skip.
+DOCKER_TIERS = ("frameworks", "docker")
 
 # Each test directory's tier. A test module may still name a more demanding
 # one itself (e.g. tests/runtime/test_swap_docker.py is docker); every test
@@ -29,7 +32,35 @@ DIRECTORY_TIERS = {
     "conformance": "conformance",
     "docker": "docker",
     "hostile": "docker",
+    # Agent frameworks' own provider suites against a real daemon on Docker. They
+    # run in a virtualenv of their own (`make frameworks-test`), which sets
+    # SANDBOXD_FRAMEWORKS=1; .venv has none of the frameworks installed.
+    "frameworks": "frameworks",
+    "kubernetes": "kubernetes",
 }
+FRAMEWORKS_DIR = Path(__file__).parent / "frameworks"
+# The kubernetes tier needs the test cluster (make k8s) and the `kubernetes`
+# extra. Until `make test` brings the cluster up, the tier is collected when
+# asked for: SANDBOXD_K8S_TESTS=1, or a path under tests/kubernetes given.
+KUBERNETES_DIR = Path(__file__).parent / "kubernetes"
+
+
+def _kubernetes_tier_asked(config: pytest.Config) -> bool:
+    if os.environ.get("SANDBOXD_K8S_TESTS") == "1":
+        return True
+    for arg in config.args:
+        path = Path(arg.split("::")[0]).resolve()
+        if path == KUBERNETES_DIR or KUBERNETES_DIR in path.parents:
+            return True
+    return False
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    if collection_path == FRAMEWORKS_DIR and os.environ.get("SANDBOXD_FRAMEWORKS") != "1":
+        return True
+    if collection_path == KUBERNETES_DIR and not _kubernetes_tier_asked(config):
+        return True
+    return None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -107,8 +138,11 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    # Under CI a skipped Docker test is a failure: a green run must have run them.
-    skipped = _tier_outcomes.get("docker", {}).get("skipped", 0)
+    # Under CI a skipped Docker (or Kubernetes) test is a failure: a green run
+    # must have run them.
+    skipped = sum(
+        _tier_outcomes.get(tier, {}).get("skipped", 0) for tier in (*DOCKER_TIERS, "kubernetes")
+    )
     if os.environ.get("CI") == "true" and skipped:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        print(f"\nCI=true: {skipped} Docker test(s) skipped; failing the run")
+        print(f"\nCI=true: {skipped} Docker or Kubernetes test(s) skipped; failing the run")

@@ -21,13 +21,14 @@ import docker.errors
 import pytest
 
 from runtime_client import GrpcSandboxFactory
-from sandboxd.backends import disk, labels
-from sandboxd.models import Runtime, SandboxOptions
+from sandboxd.backends.docker import disk
+from sandboxd.backends.shared import labels
+from sandboxd.contract.models import Runtime, SandboxOptions
 from tests.helpers import TEST_DISK_BYTES, Daemon
 
 if TYPE_CHECKING:
-    from sandboxd.backends.docker import DockerBackend
-    from sandboxd.backends.docker_workspace import DockerWorkspace
+    from sandboxd.backends.docker.backend import DockerBackend
+    from sandboxd.backends.docker.workspace import DockerWorkspace
 
 IMAGE = os.environ.get("SANDBOXD_IMAGE", "sandboxd-workspace:latest")
 RUN_PREFIX = f"t{secrets.token_hex(3)}"
@@ -113,7 +114,7 @@ def daemon(
     ).start()  # fmt: skip
     yield process
     process.stop()
-    _assert_nothing_left(docker_client, namespace, folder / "disks")
+    assert_nothing_left(docker_client, namespace, folder / "disks")
 
 
 @pytest.fixture(scope="session")
@@ -136,7 +137,7 @@ def roomy_daemon(
     ).start()  # fmt: skip
     yield process
     process.stop()
-    _assert_nothing_left(docker_client, namespace, folder / "disks")
+    assert_nothing_left(docker_client, namespace, folder / "disks")
 
 
 @pytest.fixture
@@ -145,7 +146,7 @@ async def roomy_factory(roomy_daemon: Daemon) -> AsyncIterator[GrpcSandboxFactor
         yield factory
 
 
-def _assert_nothing_left(client: docker.DockerClient, namespace: str, disks: Path) -> None:
+def assert_nothing_left(client: docker.DockerClient, namespace: str, disks: Path) -> None:
     # Every test deletes what it made and a stopped daemon removes its pool,
     # so nothing of this namespace may be left: no container, volume, disk
     # image or loop device.
@@ -201,9 +202,9 @@ async def open_workspace(
     """Running workspaces of an in-process DockerBackend, for tests that look at
     its internals (``open_workspace(runtime, **settings)``); removed at the end."""
     # In-process backend modules only where a test asks for them.
-    from sandboxd.backends.docker import DockerBackend
-    from sandboxd.config import Settings
-    from sandboxd.options import effective
+    from sandboxd.backends.docker.backend import DockerBackend
+    from sandboxd.backends.shared.options import effective
+    from sandboxd.daemon.settings import Settings
 
     made: list[tuple[DockerBackend, str]] = []
     backends: list[DockerBackend] = []

@@ -7,12 +7,18 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 ROOT = Path(__file__).resolve().parents[1]
+
+#: The interpreter of every ``sandboxd serve`` a test starts: this one, or
+#: where the client is tested on a Python the daemon does not run on
+#: (scripts/pythons.py on 3.10), one that it does.
+DAEMON_PYTHON = os.environ.get("SANDBOXD_TEST_DAEMON_PYTHON") or sys.executable
 
 
 def health_status(target: str, timeout: float = 2.0) -> str:
@@ -37,11 +43,14 @@ class Daemon:
         *args: str,
         env: dict[str, str] | None = None,
         test_disks: bool = True,
+        program: Sequence[str] = (),
     ) -> None:
         self.socket = socket
         self.target = f"unix://{socket}"
         self.log = socket.with_suffix(".log")
         self._args = args
+        # What runs `serve`: the source tree's sandboxd, or e.g. an installed console script.
+        self._program = list(program) or [DAEMON_PYTHON, "-m", "sandboxd"]
         self._env = {
             # A test daemon keeps its disk images beside its socket, and its
             # workspaces get the docker tier's 64 MiB disks unless told otherwise
@@ -58,7 +67,7 @@ class Daemon:
     def start(self, timeout: float = 60.0) -> Daemon:
         log = self.log.open("ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "sandboxd", "serve", "--socket", str(self.socket), *self._args],
+            [*self._program, "serve", "--socket", str(self.socket), *self._args],
             stdout=log,
             stderr=subprocess.STDOUT,
             env=self._env,

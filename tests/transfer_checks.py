@@ -19,7 +19,7 @@ import pytest
 
 from runtime_client import Sandbox
 from runtime_client.errors import AlreadyExists, Conflict, InvalidArgument, NotFound
-from sandboxd.models import FORK_METHODS, DownloadDone
+from sandboxd.contract.models import FORK_METHODS, DownloadDone
 
 MiB = 1 << 20
 
@@ -118,7 +118,7 @@ async def cas(sandbox: Sandbox) -> None:
         await sandbox.upload("no/such/dir/f", b"x", create_parents=False)
 
 
-def _tar(*members: tuple[str, str, str]) -> bytes:
+def tar_members(*members: tuple[str, str, str]) -> bytes:
     """(name, kind, arg) members: kind file|symlink|hardlink|dir|fifo|chr."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
@@ -128,6 +128,8 @@ def _tar(*members: tuple[str, str, str]) -> bytes:
                 info.size = len(arg)
                 tar.addfile(info, io.BytesIO(arg.encode()))
                 continue
+            if kind == "dir":
+                info.mode = 0o755
             info.type = {
                 "symlink": tarfile.SYMTYPE,
                 "hardlink": tarfile.LNKTYPE,
@@ -141,19 +143,17 @@ def _tar(*members: tuple[str, str, str]) -> bytes:
 
 
 HOSTILE = {
-    "dotdot": (_tar(("../outside.txt", "file", "x")), "'..'"),
-    "nested_dotdot": (_tar(("a/../../outside.txt", "file", "x")), "'..'"),
-    "absolute": (_tar(("/tmp/outside.txt", "file", "x")), "absolute"),
-    "symlink_out": (_tar(("link", "symlink", "../../..")), "points out"),
-    "symlink_absolute": (_tar(("link", "symlink", "/etc")), "absolute"),
+    "dotdot": (tar_members(("../outside.txt", "file", "x")), "'..'"),
+    "nested_dotdot": (tar_members(("a/../../outside.txt", "file", "x")), "'..'"),
+    "absolute": (tar_members(("/tmp/outside.txt", "file", "x")), "absolute"),
     "symlink_then_write": (
-        _tar(("inside", "symlink", "."), ("inside/../../outside.txt", "file", "x")),
+        tar_members(("inside", "symlink", "."), ("inside/../../outside.txt", "file", "x")),
         "'..'",
     ),
-    "hardlink_out": (_tar(("hl", "hardlink", "../outside.txt")), "'..'"),
-    "hardlink_absolute": (_tar(("hl", "hardlink", "/etc/passwd")), "absolute"),
-    "fifo": (_tar(("pipe", "fifo", "")), "FIFOs"),
-    "device": (_tar(("dev", "chr", "")), "devices"),
+    "hardlink_out": (tar_members(("hl", "hardlink", "../outside.txt")), "'..'"),
+    "hardlink_absolute": (tar_members(("hl", "hardlink", "/etc/passwd")), "absolute"),
+    "fifo": (tar_members(("pipe", "fifo", "")), "FIFOs"),
+    "device": (tar_members(("dev", "chr", "")), "devices"),
 }
 
 
@@ -168,6 +168,62 @@ async def hostile_tar(sandbox: Sandbox, kind: str) -> None:
     assert not (await sandbox.exists("/tmp/outside.txt")).exists
     for entry in await sandbox.list_dir("jail/target"):
         assert entry.type.value in ("file", "directory", "symlink")
+
+
+#: Symlinks that would resolve outside the target: left out and listed, the
+#: rest of the tree extracted (issue 23, items 3 and 13).
+LINKS_OUT = tar_members(
+    ("sub", "dir", ""),
+    ("sub/up", "symlink", ".."),
+    ("docs", "symlink", "sub/up/sub/up/../../.."),
+    ("venv/bin/python", "symlink", "/usr/bin/python3"),
+    ("out", "symlink", "../../.."),
+    ("venv/bin/python3", "symlink", "python"),
+    ("readme", "file", "hi"),
+)
+LINKS_LEFT_OUT = {
+    "docs": "it leads through the symlink sub/up",
+    "venv/bin/python": "it points to an absolute path",
+    "out": "it points out of the target",
+}
+
+
+async def links_out_left_out(sandbox: Sandbox) -> None:
+    await sandbox.make_dir("jail/target", parents=True)
+    result = await sandbox.upload_tree(LINKS_OUT, "jail/target")
+    assert {link.path: link.reason for link in result.skipped_links} == LINKS_LEFT_OUT
+    assert result.links_skipped == 3 and result.symlinks == 2 and result.files == 1
+    kinds = {e.name: e.type.value for e in await sandbox.list_dir("jail/target")}
+    assert kinds == {"sub": "directory", "venv": "directory", "readme": "file"}
+    assert [e.name for e in await sandbox.list_dir("jail/target/sub")] == ["up"]
+
+
+async def links_out_not_downloaded(sandbox: Sandbox, tmp_path: Path) -> None:
+    """The same tree made in the sandbox, downloaded: the host copy holds no
+    link that resolves outside it, and the rest is copied."""
+    await sandbox.exec(
+        "mkdir -p tree/sub tree/venv/bin && cd tree && ln -s .. sub/up && "
+        "ln -s sub/up/sub/up/../../.. docs && ln -s /usr/bin/python3 venv/bin/python && "
+        "ln -s ../../.. out && ln -s python venv/bin/python3 && echo hi > readme"
+    )
+    dest = tmp_path / "copy"
+    done = await sandbox.download_tree("tree", dest)
+    assert {link.path: link.reason for link in done.skipped_links} == LINKS_LEFT_OUT
+    assert done.links_skipped == 3
+    assert (dest / "readme").read_text() == "hi\n"
+    assert os.readlink(dest / "sub" / "up") == ".."
+    assert not (dest / "docs").exists() and not (dest / "docs").is_symlink()
+    assert await anyio.to_thread.run_sync(links_leaving, dest) == []
+
+
+def links_leaving(root: Path) -> list[str]:
+    """The symlinks below ``root`` that resolve, through anything, outside it."""
+    real = os.path.realpath(root)
+    return [
+        str(path)
+        for path in root.rglob("*")
+        if path.is_symlink() and os.path.commonpath([real, os.path.realpath(path)]) != real
+    ]
 
 
 def make_tree(root: Path, files: int, size: int = 0) -> None:
@@ -267,5 +323,5 @@ async def symlink_planted_by_the_workload(sandbox: Sandbox) -> None:
     planted = await sandbox.exec(["ln", "-s", "../outside", "sub"], cwd="race/target")
     assert planted.exit_code == 0, planted.stderr
     with pytest.raises(InvalidArgument, match=r"'sub/x\.txt'.*not a folder"):
-        await sandbox.upload_tree(_tar(("sub/x.txt", "file", "escaped")), "race/target")
+        await sandbox.upload_tree(tar_members(("sub/x.txt", "file", "escaped")), "race/target")
     assert await sandbox.list_dir("race/outside") == []

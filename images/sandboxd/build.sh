@@ -30,7 +30,7 @@ CONTEXT="$(mktemp -d /tmp/sandboxd-sidecar.XXXXXX)"
 trap 'rm -rf "$CONTEXT"' EXIT
 mkdir -p "$CONTEXT/src"
 cp "$HERE/Dockerfile" "$CONTEXT/Dockerfile"
-cp "$REPO_DIR/pyproject.toml" "$REPO_DIR/README.md" "$CONTEXT/src/"
+cp "$REPO_DIR/pyproject.toml" "$REPO_DIR/README.md" "$REPO_DIR/LICENSE" "$REPO_DIR/NOTICE" "$CONTEXT/src/"
 for dir in sandboxd runtime_client examples; do
     (cd "$REPO_DIR" && find "$dir" -type f ! -path '*/__pycache__/*' ! -name '*.pyc' -print0) \
         | (cd "$REPO_DIR" && xargs -0 -r cp --parents -t "$CONTEXT/src")

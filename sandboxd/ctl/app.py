@@ -6,6 +6,7 @@
     sandboxctl status
     sandboxctl cp ./repo agent-1:/workspace/repo     # and back: cp agent-1:out ./out
     sandboxctl fork agent-1 agent-1-try2
+    sandboxctl port-forward agent-1 8080:8000         # curl localhost:8080, until ^C
 
 Tool commands print the tool's text and exit 1 when it is an error result;
 ``exec`` exits with the command's own status; a sandboxd failure exits 125.
@@ -18,7 +19,7 @@ import contextlib
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Annotated, Any
 
 import typer
@@ -32,12 +33,19 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 
-from runtime_client.factories import GrpcSandboxFactory
+from runtime_client.factories import DEFAULT_TARGET, GrpcSandboxFactory
 from runtime_client.sandbox import Sandbox
+from sandboxd.contract.models import (
+    ExecExit,
+    ExecOutput,
+    SandboxOptions,
+    SandboxToolResult,
+    SkippedLink,
+)
+from sandboxd.contract.tools import BASH_MAX_TIMEOUT_MS, BASH_MIN_TIMEOUT_MS
 from sandboxd.ctl import render
-from sandboxd.ctl.connect import DEFAULT_TARGET, Connection, fail, health, run
-from sandboxd.models import ExecExit, ExecOutput, SandboxOptions, SandboxToolResult
-from sandboxd.tool_contract import BASH_MAX_TIMEOUT_MS, BASH_MIN_TIMEOUT_MS
+from sandboxd.ctl.connect import Connection, fail, health, run
+from sandboxd.ctl.shell import interactive
 
 app = typer.Typer(
     name="sandboxctl",
@@ -145,6 +153,71 @@ def delete(
             out.print(f"deleted {instance_id}", highlight=False)
 
     run(_conn(ctx), action)
+
+
+# ------------------------------------------------------------------ ports
+
+
+def _port_spec(spec: str) -> tuple[int, int]:
+    """``[LOCAL:]REMOTE`` as kubectl takes it; LOCAL empty or 0: any free port."""
+    local, _, remote = spec.rpartition(":")
+    try:
+        ports = (int(local) if local else 0, int(remote))
+    except ValueError:
+        fail(f"port must be [LOCAL:]REMOTE, e.g. 8080:80 or 3000 (got {spec!r})", 2)
+    if not (0 <= ports[0] <= 65535 and 0 < ports[1] <= 65535):
+        fail(f"ports must be from 1 to 65535 (got {spec!r})", 2)
+    return ports
+
+
+@app.command("port-forward")
+def port_forward(
+    ctx: typer.Context,
+    instance_id: InstanceId,
+    spec: Annotated[str, typer.Argument(metavar="[LOCAL:]REMOTE", help="e.g. 8080:80, :3000")],
+    address: Annotated[str, typer.Option(help="local address to listen on")] = "127.0.0.1",
+    remote_host: Annotated[
+        str, typer.Option(help="inside: 127.0.0.1, ::1, or localhost (both, 127.0.0.1 first)")
+    ] = "localhost",
+) -> None:
+    """Forward a local port to a port inside the sandbox, until ^C (network off is fine)."""
+    local_port, remote_port = _port_spec(spec)
+
+    async def action(factory: GrpcSandboxFactory) -> None:
+        await factory.transport.get_sandbox(instance_id)  # a typo fails now, not per connection
+        box = Sandbox(factory.transport, instance_id)
+        forward = box.forward_port(
+            remote_port, local_port=local_port, local_host=address, remote_host=remote_host
+        )
+        async with forward:
+            err.print(
+                f"Forwarding from {address}:{forward.port} -> {instance_id}:{remote_port}",
+                highlight=False,
+            )
+            await forward.serve_forever()
+
+    with contextlib.suppress(KeyboardInterrupt):
+        run(_conn(ctx), action)
+
+
+@app.command()
+def ports(ctx: typer.Context, instance_id: InstanceId, as_json: JsonFlag = False) -> None:
+    """List the TCP ports something listens on inside the sandbox."""
+
+    async def action(factory: GrpcSandboxFactory) -> Any:
+        return await factory.transport.list_ports(instance_id)
+
+    found = run(_conn(ctx), action)
+    if as_json:
+        typer.echo(json.dumps([{"host": p.host, "port": p.port} for p in found]))
+    else:
+        for item in found:
+            out.print(
+                f"{item.host}:{item.port}"
+                if ":" not in item.host
+                else f"[{item.host}]:{item.port}",
+                highlight=False,
+            )
 
 
 # ------------------------------------------------------------------ the tools
@@ -350,7 +423,6 @@ def shell(
     cwd: Annotated[str, typer.Option(help="working folder")] = "",
 ) -> None:
     """An interactive terminal in the workspace (like docker exec -it); exits with its status."""
-    from sandboxd.ctl.shell import interactive
 
     async def action(factory: GrpcSandboxFactory) -> int:
         sandbox = Sandbox(factory.transport, instance_id)
@@ -478,7 +550,10 @@ def cp(
         if source_is_dir:
             with _progress(f"{source} -> {dest}", source_size) as step:
                 tree = await sandbox.upload_tree(source, path, progress=step)
-            return f"{tree.files} files, {tree.symlinks} links, {tree.bytes} bytes -> {dest}"
+            return (
+                f"{tree.files} files, {tree.symlinks} links, {tree.bytes} bytes -> {dest}"
+                + _left_out(tree.links_skipped, tree.skipped_links)
+            )
         with _progress(f"{source} -> {dest}", source_size) as step:
             done = await sandbox.upload(path, source, progress=step)
         return f"{done.size} bytes -> {dest} (sha256 {done.sha256})"
@@ -489,7 +564,9 @@ def cp(
         if info.type.value == "directory":
             with _progress(f"{source} -> {dest}", None) as step:
                 tree = await sandbox.download_tree(path, dest, gitignore=gitignore, progress=step)
-            return f"{tree.entries} entries, {tree.bytes} bytes -> {dest}"
+            return f"{tree.entries} entries, {tree.bytes} bytes -> {dest}" + _left_out(
+                tree.links_skipped, tree.skipped_links
+            )
         target = dest
         if dest_is_dir:
             target = os.path.join(dest, os.path.basename(path.rstrip("/")))
@@ -539,3 +616,12 @@ def fork(
 
 def main() -> None:
     app()
+
+
+def _left_out(count: int, links: Sequence[SkippedLink], shown: int = 5) -> str:
+    """The symlinks a tree copy left out (they would resolve outside its target)."""
+    if not count:
+        return ""
+    lines = [f"{link.path} -> {link.target} ({link.reason})" for link in links[:shown]]
+    more = f"\n  ... and {count - len(lines)} more" if count > len(lines) else ""
+    return f"\n{count} symlink(s) left out:\n  " + "\n  ".join(lines) + more

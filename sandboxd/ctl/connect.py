@@ -15,7 +15,6 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from runtime_client.errors import SandboxdError
 from runtime_client.factories import GrpcSandboxFactory
 
-DEFAULT_TARGET = "unix:///run/sandboxd/sandboxd.sock"
 # Like `docker run`: 125 says "sandboxd (or reaching it) failed", so that
 # `sandboxctl exec` can keep every other status for the command's own.
 EXIT_SANDBOXD_ERROR = 125

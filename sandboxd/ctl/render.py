@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.table import Table
 
-from sandboxd.models import SandboxInfo, ServerStatus
+from sandboxd.contract.models import SandboxInfo, ServerStatus
 
 
 def _when(ms: int) -> str:
@@ -65,8 +65,16 @@ def status_json(status: ServerStatus, health: dict[str, str]) -> dict[str, Any]:
             "bytes": status.disk.bytes,
             "reason": status.disk.reason,
         },
+        "tenants": {
+            t.tenant: {q.name: {"used": q.used, "limit": q.limit} for q in t.quotas}
+            for t in status.tenants
+        },
         "health": health,
     }
+
+
+def _amount(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
 def status_table(status: ServerStatus, health: dict[str, str], target: str) -> Table:
@@ -90,6 +98,12 @@ def status_table(status: ServerStatus, health: dict[str, str], target: str) -> T
         table.add_row("disk limit", f"{status.disk.bytes >> 20} MiB per workspace")
     else:
         table.add_row("disk limit", f"[red]not enforced[/red]: {status.disk.reason}")
+    for tenant in status.tenants:
+        uses = ", ".join(
+            f"{q.name} {_amount(q.used)}/{_amount(q.limit) if q.limit else '-'}"
+            for q in tenant.quotas
+        )
+        table.add_row(f"tenant {tenant.tenant}", uses)
     for service, state in health.items():
         style = "green" if state == "SERVING" else "red"
         table.add_row(f"health {service or '(server)'}", f"[{style}]{state}[/{style}]")

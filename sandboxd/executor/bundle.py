@@ -4,9 +4,10 @@ The container's command is a few lines of bootstrap (``bootstrap_command``)
 that, as PID 1, fork a minimal init (reaps orphans, forwards signals, holds
 no channel fd) and in the child read one length-prefixed JSON bundle of
 module sources from stdin and import the executor from memory. So any image
-with ``python3`` works, nothing is written to the read-only root, and the
-executor always matches the daemon that started it (the bundle id tells a
-re-attaching daemon whether it does).
+with a ``python3`` (at a fixed path: Settings.executor_python) works,
+nothing is written to the read-only root, and the executor always matches
+the daemon that started it (the bundle id tells a re-attaching daemon
+whether it does).
 
 Compiling the ~50 modules costs every executor start ~35 ms of the
 container's CPU (a cold create, each warm-pool refill). So the bundle also
@@ -31,11 +32,21 @@ from typing import Any
 
 from sandboxd.executor.identity import SEPARATE
 
+#: The contract modules the executor imports (standard library only), shipped
+#: with it; pyproject.toml's import-linter contract keeps the executor off the rest.
+CONTRACT_MODULES = ("errors", "tools", "untar")
+
 #: The bundle's key for the compiled modules (NUL: no module name has one).
 BYTECODE_KEY = "\x00bytecode"
+#: The bootstrap argument that makes a start ask for its bundle with a nonce
+#: (the Docker backend's containers, from issue 23 item 15 on).
+NONCE_ARG = "nonce"
+#: The first word of a bundle header that carries a nonce.
+HEADER = b"sandboxd-bundle"
 
 # The bootstrap runs as ``python3 -I -c``. It must stay tiny and stdlib-only.
-_BOOTSTRAP = """\
+_BOOTSTRAP = (
+    """\
 import sys, os, json, hashlib, ctypes, signal, importlib.abc, importlib.util
 # Not dumpable, before anything else: no process of the sandbox user may open
 # this process's (or, after the fork, the executor's) stdio through /proc.
@@ -60,9 +71,16 @@ if os.getpid() == 1:
                 code = os.waitstatus_to_exitcode(status)
                 os._exit(code if code >= 0 else 128 - code)
 r = sys.stdin.buffer
-# Anything before the length line is stale: a daemon that re-attached while
-# the last executor was dying sent its resync padding (newlines) and a hello
-# into stdin, and the engine hands them to this start first.
+# Anything before the bundle's header is stale: bytes a daemon wrote to the
+# last executor (resync padding, a hello, requests with raw payloads, when it
+# had stopped reading), which the engine hands to this start first. With
+# NONCE_ARG the header must hold a number only this start knows, said on
+# stdout first: nothing already in stdin can pass for it.
+nonce = b""
+if NONCE_ARG in sys.argv[1:]:
+    nonce = os.urandom(16).hex().encode()
+    sys.stdout.buffer.write(b'{"nonce":"' + nonce + b'"}\\n')
+    sys.stdout.buffer.flush()
 while True:
     ahead = r.peek(1)
     blank = len(ahead) - len(ahead.lstrip(b"\\n"))
@@ -70,9 +88,19 @@ while True:
         r.read(blank)
         continue
     line = r.readline()
-    if not line or line.strip().isdigit():
+    if not line:
+        break
+    fields = line.split()
+    if nonce and len(fields) == 4 and fields[:2] == [HEADER, nonce] and fields[2].isdigit():
+        line, digest = fields[2], fields[3].decode()
+        break
+    if not nonce and line.strip().isdigit():
+        digest = None
         break
 blob = r.read(int(line))
+if digest is not None and hashlib.sha256(blob).hexdigest() != digest:
+    sys.stderr.write("the bundle was cut or mixed on its way in; start the container again\\n")
+    sys.exit(70)
 mods = json.loads(blob)
 shipped = mods.pop(BYTECODE_KEY, None)
 codes = {}
@@ -99,22 +127,46 @@ if codes:
     m.BYTECODE = "shipped"
 m.main(r, hashlib.sha256(blob).hexdigest()[:16], sys.argv[1:])
 """.replace("BYTECODE_KEY", repr(BYTECODE_KEY))
+    .replace("NONCE_ARG", repr(NONCE_ARG))
+    .replace("HEADER", repr(HEADER))
+)
 
 
-def bootstrap_command(python: str = "python3", *, separate: bool = False) -> list[str]:
-    """The container's command; ``separate`` when it starts as root (Docker backend)."""
-    return [python, "-I", "-c", _BOOTSTRAP, *([SEPARATE] if separate else [])]
+def bootstrap_command(
+    python: str = "/usr/bin/python3", *, separate: bool = False, nonce: bool = False
+) -> list[str]:
+    """The container's command; ``separate`` when it starts as root (Docker
+    backend); ``nonce``: each start says a nonce on stdout and takes only a
+    bundle whose header carries it (``bundle_payload(nonce=...)``).
+
+    ``python`` is an absolute path: the engine looks a bare name up on the
+    container's PATH, which must not decide what runs as root.
+    """
+    flags = [*([SEPARATE] if separate else []), *([NONCE_ARG] if nonce else [])]
+    return [python, "-I", "-c", _BOOTSTRAP, *flags]
+
+
+def takes_nonce(command: list[str]) -> bool:
+    """A container of this command asks for its bundle with a nonce."""
+    return len(command) > 3 and NONCE_ARG in command[4:]
 
 
 @cache
 def _bundle(bytecode: bool) -> tuple[bytes, str]:
     # The real sandboxd/__init__ may grow imports; inside the container the
-    # package is only a namespace for errors and the executor.
+    # package is only a namespace. The contract's face is shipped as it is:
+    # it imports nothing (tests/unit/test_package_boundary.py imports every
+    # shipped module without site-packages).
     root = Path(__file__).resolve().parents[1]
     modules: dict[str, tuple[bool, str]] = {
         "sandboxd": (True, ""),
-        "sandboxd.errors": (False, (root / "errors.py").read_text()),
+        "sandboxd.contract": (True, (root / "contract" / "__init__.py").read_text()),
     }
+    for name in CONTRACT_MODULES:
+        modules[f"sandboxd.contract.{name}"] = (
+            False,
+            (root / "contract" / f"{name}.py").read_text(),
+        )
     _add_package(modules, "sandboxd.executor", root / "executor")
     shipped: dict[str, Any] = dict(modules)
     if bytecode:
@@ -143,11 +195,22 @@ def _add_package(modules: dict[str, tuple[bool, str]], package: str, folder: Pat
             modules[f"{package}.{entry.stem}"] = (False, entry.read_text())
 
 
-def bundle_payload(*, bytecode: bool = True) -> bytes:
+def bundle_blob(*, bytecode: bool = True) -> bytes:
+    """The bundle itself: module sources (and ``bytecode``) as JSON."""
+    return _bundle(bytecode)[0]
+
+
+def bundle_payload(*, bytecode: bool = True, nonce: str | None = None) -> bytes:
     """What to write to a freshly started container's stdin (``bytecode``:
-    with the compiled modules, Settings.ship_bytecode)."""
-    blob, _ = _bundle(bytecode)
-    return f"{len(blob)}\n".encode() + blob
+    with the compiled modules, Settings.ship_bytecode): a header, then the
+    bundle. ``nonce``: the one the start said (a ``nonce`` bootstrap); the
+    header then also carries the bundle's sha256. The newline first ends a
+    line left torn in stdin, so the header starts a line of its own."""
+    blob = bundle_blob(bytecode=bytecode)
+    if nonce is None:
+        return f"\n{len(blob)}\n".encode() + blob
+    digest = hashlib.sha256(blob).hexdigest()
+    return b"\n%s %s %d %s\n" % (HEADER, nonce.encode(), len(blob), digest.encode()) + blob
 
 
 def bundle_id(*, bytecode: bool = True) -> str:

@@ -13,8 +13,17 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from sandboxd.errors import InvalidArgument
-from sandboxd.executor import files, process, processes, transfer, tree
+from sandboxd.contract.errors import InvalidArgument
+from sandboxd.executor import (
+    files,
+    identity,
+    isolation,
+    pipes,
+    process,
+    processes,
+    transfer,
+    tree,
+)
 from sandboxd.executor.records import RECORDED_TOOLS, CallRecords
 from sandboxd.executor.tools import ToolSession
 from sandboxd.executor.tools.locks import PathLocks
@@ -83,7 +92,11 @@ class Executor:
     ) -> None:
         self.workdir = workdir
         self.state_dir = state_dir
-        self.base_env = dict(os.environ if base_env is None else base_env)
+        #: The environment the executor started with (the container's: never
+        #: the sandbox's options, see executor.environment) ...
+        self.start_env = dict(os.environ if base_env is None else base_env)
+        #: ... and the workload's: that plus the sandbox's env, from hello.
+        self.base_env = dict(self.start_env)
         self.max_payload_bytes = max_payload_bytes
         self.max_output_bytes = max_output_bytes
         self.bundle_id = bundle_id
@@ -94,6 +107,7 @@ class Executor:
         self._tools_guard = threading.Lock()
         self.transfers = transfer.Sessions()
         self.processes = processes.Processes(state_dir)
+        self.pipes = pipes.Pipes()
         #: The direct channel's socket path (executor.direct), named in hello.
         self.direct_path: str | None = None
         #: "shipped" when the bootstrap loaded the daemon's bytecode (main.BYTECODE).
@@ -124,12 +138,14 @@ class Executor:
                     state_dir=self.state_dir,
                     read_guard=self.read_guard,
                     path_locks=self.locks,
+                    env=self.base_env,
                 )
             return self._tools
 
     def close(self) -> None:
         """Stop background jobs and release per-workspace resources."""
         self.transfers.abort_all()
+        self.pipes.close()
         self.processes.close()
         with self._tools_guard:
             if self._tools is not None:
@@ -149,6 +165,11 @@ def _hello(
         ex.max_output_bytes = _int(args, "max_output_bytes")
     if "read_guard" in args:
         ex.read_guard = _bool(args, "read_guard")
+    if "env" in args:
+        # The sandbox's environment (SandboxOptions.env) is the workload's only.
+        ex.base_env = {**ex.start_env, **_str_map(args, "env")}
+    if "allow_ptrace" in args:
+        isolation.enabled = not _bool(args, "allow_ptrace")
     # A (re)connecting daemon starts with no transfers: the old ones have no
     # one left to finish them, so their temp files go now.
     ex.transfers.abort_all()
@@ -163,6 +184,8 @@ def _hello(
     }
     if ex.direct_path is not None:
         reply["direct"] = ex.direct_path
+    if identity.active() is not None:
+        reply["isolation"] = isolation.mode()
     return reply
 
 
@@ -484,6 +507,63 @@ def _proc_list(
     return {"processes": ex.processes.list()}
 
 
+# ------------------------------------------------------------ socket pipes
+
+
+def _streamed(op: str, emit: Emit | None) -> Emit:
+    if emit is None:
+        raise InvalidArgument(f"{op} is a streamed operation")
+    return emit
+
+
+def _pipe_connect(
+    ex: Executor, args: Mapping[str, Any], cancel: threading.Event, emit: Emit | None
+) -> Any:
+    return ex.pipes.connect(
+        pipes.pipe_id(args.get("pipe")),
+        pipes.loopback(args.get("host", "127.0.0.1")),
+        pipes.port_number(args.get("port")),
+        cancel,
+        _streamed("pipe_connect", emit),
+    )
+
+
+def _pipe_listen(
+    ex: Executor, args: Mapping[str, Any], cancel: threading.Event, emit: Emit | None
+) -> Any:
+    listeners = pipes.listeners_arg(args.get("listeners"))
+    return ex.pipes.listen(listeners, cancel, _streamed("pipe_listen", emit))
+
+
+def _pipe_attach(
+    ex: Executor, args: Mapping[str, Any], cancel: threading.Event, emit: Emit | None
+) -> Any:
+    return ex.pipes.attach(
+        pipes.pipe_id(args.get("pipe")),
+        pipes.pipe_id(args.get("conn"), "conn"),
+        cancel,
+        _streamed("pipe_attach", emit),
+    )
+
+
+def _pipe_write(
+    ex: Executor, args: Mapping[str, Any], cancel: threading.Event, emit: Emit | None
+) -> Any:
+    return ex.pipes.write(pipes.pipe_id(args.get("pipe")), _bytes(args, "data"), cancel)
+
+
+def _pipe_shutdown(
+    ex: Executor, args: Mapping[str, Any], cancel: threading.Event, emit: Emit | None
+) -> Any:
+    return ex.pipes.shutdown(pipes.pipe_id(args.get("pipe")))
+
+
+def _ports_list(
+    ex: Executor, args: Mapping[str, Any], cancel: threading.Event, emit: Emit | None
+) -> Any:
+    return {"ports": pipes.listening_ports()}
+
+
 _HANDLERS: dict[str, Handler] = {
     "hello": _hello,
     "read_file": _read_file,
@@ -512,4 +592,10 @@ _HANDLERS: dict[str, Handler] = {
     "proc_resize": _proc_resize,
     "proc_signal": _proc_signal,
     "proc_list": _proc_list,
+    "pipe_connect": _pipe_connect,
+    "pipe_listen": _pipe_listen,
+    "pipe_attach": _pipe_attach,
+    "pipe_write": _pipe_write,
+    "pipe_shutdown": _pipe_shutdown,
+    "ports_list": _ports_list,
 }

@@ -1,7 +1,7 @@
 """Low-level file verbs: bytes in, bytes out, no model-facing text.
 
 Every function takes already-decoded arguments and raises the domain errors
-of ``sandboxd.errors``; OS errors are translated here so every backend
+of ``sandboxd.contract.errors``; OS errors are translated here so every backend
 reports them in the same words.
 """
 
@@ -15,7 +15,7 @@ import stat as stat_module
 import tempfile
 from typing import Any
 
-from sandboxd.errors import (
+from sandboxd.contract.errors import (
     AlreadyExists,
     Conflict,
     InvalidArgument,
@@ -24,13 +24,22 @@ from sandboxd.errors import (
     ResourceExhausted,
     SandboxdError,
 )
-from sandboxd.executor.tools.fsio import NotRegularFile, open_regular
+from sandboxd.executor.tools.fsio import PERMISSION_BITS, NotRegularFile, open_regular
 from sandboxd.executor.tools.locks import PathLocks
 
 #: ``expected_sha256`` value meaning "write only if the file does not exist".
 ABSENT = "absent"
 
 _CHUNK = 1 << 20
+
+
+def new_mode(requested: int | None) -> int:
+    """The mode of a new file: ``requested`` without setuid/setgid, or 0666 & ~umask."""
+    if requested is None:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+    return requested & PERMISSION_BITS
 
 
 def resolve(workdir: str, path: object) -> str:
@@ -137,9 +146,9 @@ def write_file(
     mode: int | None,
     locks: PathLocks,
 ) -> dict[str, Any]:
-    # Write through a symlink rather than replacing it with a regular file.
-    target = os.path.realpath(path) if os.path.islink(path) else path
-    with locks.held(target):
+    # Write through a symlink rather than replacing it with a regular file;
+    # locked as the file it names, however it is spelled.
+    with locks.held_file(path) as target:
         parent = os.path.dirname(target) or "."
         if create_parents:
             try:
@@ -158,6 +167,8 @@ def write_file(
             raise os_error(exc, path) from exc
         if existing is not None and stat_module.S_ISDIR(existing.st_mode):
             raise InvalidArgument(f"{path} is a directory")
+        if existing is not None and stat_module.S_ISREG(existing.st_mode):
+            check_writable(target, path)
         if expected_sha256 is not None:
             try:
                 current = ABSENT if existing is None else sha256_of(target)
@@ -176,6 +187,21 @@ def write_file(
         }
 
 
+def check_writable(target: str, path: str) -> None:
+    """Refuse to replace an existing file its mode forbids the caller to write.
+
+    The rename that makes a write atomic needs only the directory's permission,
+    so without this a file made read-only (``chmod -w``) would be replaced all
+    the same; ``open()`` is what says whether this caller may write it.
+    Opening for writing changes nothing: no truncation, no new mtime.
+    """
+    try:
+        fd = os.open(target, os.O_WRONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise os_error(exc, path) from exc
+    os.close(fd)
+
+
 def _replace_atomically(
     target: str, data: bytes, existing: os.stat_result | None, mode: int | None
 ) -> None:
@@ -188,12 +214,10 @@ def _replace_atomically(
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
         if existing is not None:
-            os.chmod(temp, stat_module.S_IMODE(existing.st_mode))
+            os.chmod(temp, existing.st_mode & PERMISSION_BITS)
         else:
             # mkstemp creates 0600; a new file gets the usual umask-derived mode.
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(temp, (0o666 & ~umask) if mode is None else mode & 0o7777)
+            os.chmod(temp, new_mode(mode))
         os.replace(temp, target)
     except OSError as exc:
         with contextlib.suppress(OSError):

@@ -23,10 +23,11 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from sandboxd.errors import InvalidArgument, SandboxdError
+from sandboxd.contract.errors import InvalidArgument, SandboxdError
 from sandboxd.executor import direct, identity, wire
 from sandboxd.executor.credits import MAX_GRANT, WINDOW, Credits
 from sandboxd.executor.dispatch import Executor
+from sandboxd.executor.tools import gilpause
 from sandboxd.executor.wire import from_wire
 
 #: A tmpfs of its own (see backends.docker), so a sandbox filling /tmp does
@@ -342,6 +343,8 @@ def main(stdin: io.BufferedReader, bundle_id: str, argv: Sequence[str] = ()) -> 
     _widen_pipes()
     stdio = direct.PipeOutlet(sys.stdout.buffer)
     server = _Server(executor, stdio)
+    # Long walks give the GIL away only while another call is in flight.
+    gilpause.contended = lambda: server.busy > 1
     listener = _listen(server)
     # Requests come from the daemon; the bound only keeps a broken one from
     # growing a line without end.

@@ -18,8 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sandboxd.errors import InvalidArgument, NotFound, PermissionDenied, ResourceExhausted
-from sandboxd.executor.spawn import spawn
+from sandboxd.executor.spawn import spawn_command
 
 #: Time between SIGTERM and SIGKILL for a process group that must stop.
 KILL_GRACE_SECONDS = 2.0
@@ -58,24 +57,10 @@ def run(
 ) -> dict[str, Any]:
     """Run to completion; with ``emit``, output is streamed instead of captured."""
     command = list(argv) if argv is not None else ["bash", "-c", shell or ""]
-    if not command or not command[0]:
-        raise InvalidArgument("argv must name a program")
-    if not os.path.isdir(cwd):
-        raise NotFound(f"working directory {cwd} does not exist")
     started = time.monotonic()
-    try:
-        proc = spawn(
-            command, cwd=cwd, env=env, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL
-        )
-    except FileNotFoundError as exc:
-        raise NotFound(f"program not found: {command[0]}") from exc
-    except PermissionError as exc:
-        raise PermissionDenied(f"program not executable: {command[0]}") from exc
-    except BlockingIOError as exc:
-        raise ResourceExhausted(
-            "cannot start a process: the sandbox reached its pids limit; stop some processes "
-            "or restart the sandbox"
-        ) from exc
+    proc = spawn_command(
+        command, cwd=cwd, env=env, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL
+    )
     if stdin:
         threading.Thread(target=_feed, args=(proc, stdin), daemon=True).start()
     captures = {
@@ -117,6 +102,9 @@ def _pump(
     selector.register(proc.stderr, selectors.EVENT_READ, "stderr")
     timed_out = False
     exited_at: float | None = None
+    # A streaming client that stops reading holds this thread in emit (its
+    # credits): the deadline is then kept by a watchdog of its own.
+    watchdog = _Watchdog(proc, deadline, cancel) if emit is not None else None
     try:
         while selector.get_map():
             now = time.monotonic()
@@ -142,7 +130,35 @@ def _pump(
         selector.close()
         proc.stdout.close()
         proc.stderr.close()
-    return timed_out
+        if watchdog is not None:
+            watchdog.close()
+    return timed_out or (watchdog is not None and watchdog.fired)
+
+
+class _Watchdog:
+    """Stops the process group at the deadline (or a cancel) whatever the pump
+    is doing. Issue 23 item 15: ExecStream's timeout was not enforced while
+    the client read nothing."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], deadline: float, cancel: threading.Event):
+        self.fired = False
+        self._proc = proc
+        self._deadline = deadline
+        self._cancel = cancel
+        self._done = threading.Event()
+        threading.Thread(target=self._run, name="exec-deadline", daemon=True).start()
+
+    def _run(self) -> None:
+        while not self._done.wait(min(0.1, max(0.0, self._deadline - time.monotonic()))):
+            if self._proc.poll() is not None:
+                return
+            if self._cancel.is_set() or time.monotonic() >= self._deadline:
+                self.fired = not self._cancel.is_set()
+                stop_group(self._proc)
+                return
+
+    def close(self) -> None:
+        self._done.set()
 
 
 def stop_group(proc: subprocess.Popen[bytes]) -> None:

@@ -34,15 +34,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sandboxd.errors import (
+from sandboxd.contract.errors import (
     Conflict,
     InvalidArgument,
     NotFound,
-    PermissionDenied,
     ResourceExhausted,
 )
-from sandboxd.executor import logs
-from sandboxd.executor.spawn import spawn
+from sandboxd.executor import identity, logs
+from sandboxd.executor.spawn import spawn_command
 
 #: Recent output kept per process for re-attaching clients.
 RING_BYTES = 1 << 20
@@ -356,13 +355,9 @@ class Processes:
         env: Mapping[str, str],
         pty: tuple[int, int] | None,
     ) -> dict[str, Any]:
-        if not command or not command[0]:
-            raise InvalidArgument("argv must name a program")
         if pty is not None:
             rows, cols = (_positive(n, name, MAX_TERMINAL_SIZE) for n, name in
                           zip(pty, ("rows", "cols"), strict=True))  # fmt: skip
-        if not os.path.isdir(cwd):
-            raise NotFound(f"working directory {cwd} does not exist")
         with self._lock:
             if sum(1 for p in self._procs.values() if not p.done) >= MAX_PROCESSES:
                 raise ResourceExhausted(
@@ -377,23 +372,18 @@ class Processes:
         slave: int | None = None
         try:
             if pty is not None:
-                master, slave = os.openpty()
+                # Made as the executor: the terminal is root's (mode 0620, group
+                # tty), so another process of the sandbox user cannot open
+                # /dev/pts/N and write into this process's output.
+                with identity.as_executor():
+                    master, slave = os.openpty()
                 fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
-                proc = spawn(command, cwd=cwd, env=env, terminal=slave)
+                proc = spawn_command(command, cwd=cwd, env=env, terminal=slave)
             else:
-                proc = spawn(command, cwd=cwd, env=env, stdin=subprocess.PIPE)
-        except FileNotFoundError as exc:
+                proc = spawn_command(command, cwd=cwd, env=env, stdin=subprocess.PIPE)
+        except BaseException:
             _close(master, log_fd)
-            raise NotFound(f"program not found: {command[0]}") from exc
-        except PermissionError as exc:
-            _close(master, log_fd)
-            raise PermissionDenied(f"program not executable: {command[0]}") from exc
-        except BlockingIOError as exc:
-            _close(master, log_fd)
-            raise ResourceExhausted(
-                "cannot start a process: the sandbox reached its pids limit; stop some "
-                "processes or restart the sandbox"
-            ) from exc
+            raise
         finally:
             _close(slave)
         process = Process(

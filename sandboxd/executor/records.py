@@ -16,7 +16,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from sandboxd.errors import InvalidArgument
+from sandboxd.contract.errors import InvalidArgument
 
 #: Tools whose effects must not happen twice; the others are simply re-run.
 #: bash_output moves the job's read offset, so a retry must not lose output.

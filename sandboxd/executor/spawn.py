@@ -7,12 +7,16 @@ descriptors, and later its identity — is decided once, not at each call site.
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import os
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
-from sandboxd.executor import identity, vspawn
+from sandboxd.contract.errors import InvalidArgument, NotFound, PermissionDenied, ResourceExhausted
+from sandboxd.executor import identity, isolation, vspawn
 
 Target = int | IO[Any] | None
 
@@ -49,7 +53,7 @@ def spawn(
         # threads). A tiny interpreter takes the terminal, then execs.
         argv = [sys.executable, "-I", "-S", "-c", _TAKE_TERMINAL, *argv]
     user = identity.active()
-    popen: type[subprocess.Popen[bytes]] = subprocess.Popen
+    popen: type[subprocess.Popen[bytes]] = _Popen
     if user is not None:
         # The child (fork or vfork) copies this thread's credentials: it must act as
         # the user, so the child's chdir and exec are checked with its rights
@@ -57,20 +61,131 @@ def spawn(
         identity.become_user()
         if terminal is None and vspawn.setpriv() is not None and vspawn.runnable(argv[0], env):
             # No fork of the executor: setpriv makes the same child (vspawn).
-            popen = vspawn.UserPopen
-    return popen(
-        list(argv),
-        cwd=cwd,
-        env=None if env is None else dict(env),
-        stdin=stdin,
-        stdout=stdout,
-        stderr=stderr,
-        start_new_session=new_session,
-        close_fds=True,
-        pass_fds=tuple(pass_fds),
-        user=None if user is None else user.uid,
-        group=None if user is None else user.gid,
-    )
+            popen = _UserPopen
+
+    def start() -> subprocess.Popen[bytes]:
+        return popen(
+            list(argv),
+            cwd=cwd,
+            env=None if env is None else dict(env),
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            start_new_session=new_session,
+            close_fds=True,
+            pass_fds=tuple(pass_fds),
+            user=None if user is None else user.uid,
+            group=None if user is None else user.gid,
+        )
+
+    if user is None:
+        return start()
+    # Apart from every other call's processes (executor.isolation).
+    proc = isolation.in_own_domain(start) if isolation.active() else start()
+    _first_to_go(proc.pid)
+    return proc
+
+
+def spawn_command(
+    command: Sequence[str], *, cwd: str, env: Mapping[str, str], **kwargs: Any
+) -> subprocess.Popen[bytes]:
+    """``spawn`` of a command a caller named (Exec, a process): every way its
+    start can fail is a typed error that names the cause, never an OSError
+    (answered INTERNAL)."""
+    if not command or not command[0]:
+        raise InvalidArgument("argv must name a program")
+    if not os.path.isdir(cwd):
+        raise NotFound(f"working directory {cwd} does not exist")
+    # On a worker thread acting as the sandbox user: the check is the user's.
+    if not os.access(cwd, os.X_OK, effective_ids=True):
+        raise PermissionDenied(f"working directory {cwd} is not accessible to the sandbox user")
+    try:
+        return spawn(command, cwd=cwd, env=env, **kwargs)
+    except FileNotFoundError as exc:
+        raise NotFound(f"program not found: {command[0]}") from exc
+    except PermissionError as exc:
+        if exc.filename == cwd:  # the chdir, raced with a chmod
+            raise PermissionDenied(f"working directory {cwd} is not accessible") from exc
+        raise PermissionDenied(f"program not executable: {command[0]}") from exc
+    except BlockingIOError as exc:
+        raise ResourceExhausted(
+            "cannot start a process: the sandbox reached its pids limit; stop some processes "
+            "or restart the sandbox"
+        ) from exc
+    except OSError as exc:
+        # E2BIG from Linux; gVisor answers ENAMETOOLONG for an over-long argument.
+        if exc.errno not in (errno.E2BIG, errno.ENAMETOOLONG):
+            raise
+        size = sum(len(part) + 1 for part in (*command, *(f"{k}={v}" for k, v in env.items())))
+        code = errno.errorcode[exc.errno]
+        raise InvalidArgument(
+            f"the command and its environment ({size} bytes, {len(command)} arguments, "
+            f"{len(env)} variables) are more than this sandbox's kernel takes ({code}: at "
+            f"most {_arg_max()} bytes in all, {_MAX_ARG_STRLEN - 1} per argument or KEY=VALUE)"
+        ) from exc
+
+
+#: Linux's MAX_ARG_STRLEN (contract.validation.MAX_ARG_STRLEN, which the
+#: executor may not import; tests/unit/test_spawn_errors.py holds them equal).
+_MAX_ARG_STRLEN = 32 * 4096
+
+
+def _arg_max() -> int:
+    try:
+        return os.sysconf("SC_ARG_MAX")
+    except (OSError, ValueError):
+        return 2 << 20
+
+
+#: Every workload process's oom_score_adj (its descendants inherit it): at a
+#: sandbox's memory limit the kernel kills a workload process, never the
+#: executor (0), while one is left (issue 23, item 6).
+WORKLOAD_OOM_SCORE_ADJ = 1000
+
+
+def _first_to_go(pid: int) -> None:
+    """Make ``pid`` the OOM killer's first choice.
+
+    Raising a value needs no capability. The file is root's while the child is
+    still setpriv (not dumpable: nearly always, this soon after the spawn),
+    the sandbox user's once it runs the command: written as the executor
+    (root, without DAC_OVERRIDE), else as the user.
+    """
+    value = str(WORKLOAD_OOM_SCORE_ADJ).encode()
+    for acting in (identity.as_executor, contextlib.nullcontext):
+        try:
+            with acting():
+                fd = os.open(f"/proc/{pid}/oom_score_adj", os.O_WRONLY | os.O_CLOEXEC)
+                try:
+                    os.write(fd, value)
+                finally:
+                    os.close(fd)
+            return
+        except PermissionError:
+            continue
+        except (FileNotFoundError, ProcessLookupError):
+            return  # it exited already
+
+
+class _RootPipes(subprocess.Popen[bytes]):
+    """The child's pipes made as the executor: root's, mode 0600.
+
+    The child holds its ends already; another process of the sandbox user
+    cannot reopen them through /proc/<pid>/fd to write into this call's
+    output or read its input (executor.isolation).
+    """
+
+    def _get_handles(self, stdin: Any, stdout: Any, stderr: Any) -> Any:
+        with identity.as_executor():
+            return super()._get_handles(stdin, stdout, stderr)  # type: ignore[misc]
+
+
+class _Popen(_RootPipes):
+    pass
+
+
+class _UserPopen(_RootPipes, vspawn.UserPopen):
+    pass
 
 
 #: Runs as the child, a session leader with the terminal on fd 0: makes it

@@ -20,8 +20,9 @@ import threading
 import time
 from typing import Any
 
-from sandboxd.errors import Conflict, InvalidArgument, NotFound, ResourceExhausted
-from sandboxd.executor.files import ABSENT, os_error
+from sandboxd.contract.errors import Conflict, InvalidArgument, NotFound, ResourceExhausted
+from sandboxd.executor.files import ABSENT, check_writable, new_mode, os_error
+from sandboxd.executor.tools.fsio import PERMISSION_BITS
 from sandboxd.executor.tools.locks import PathLocks
 
 #: Bytes per chunk on every hop (client -> daemon -> executor and back).
@@ -158,6 +159,8 @@ def _check_cas(path: str, expected: str | None) -> tuple[os.stat_result | None, 
         raise InvalidArgument(f"{path} is a directory")
     if existing is not None and not stat_module.S_ISREG(existing.st_mode):
         raise InvalidArgument(f"{path} is not a regular file")
+    if existing is not None:
+        check_writable(path, path)
     if expected is None:
         return existing, None
     current = ABSENT if existing is None else _sha256_regular(path)
@@ -199,7 +202,7 @@ class Upload(Session):
         super().__init__()
         self.path = path
         # Write through a symlink rather than replacing it (as write_file does).
-        self.target = os.path.realpath(path) if os.path.islink(path) else path
+        self.target = os.path.realpath(path)
         self.expected = expected_sha256
         self.mode = mode
         self.locks = locks
@@ -247,15 +250,17 @@ class Upload(Session):
                         f"{self.path}: the stream announced {size} bytes but {self.received} "
                         "arrived; nothing was written"
                     )
-                with self.locks.held(self.target):
+                with self.locks.held_file(self.path) as target:
+                    if target != self.target:
+                        raise Conflict(
+                            f"{self.path} names {target} now, not {self.target} as when the "
+                            "upload began (a symlink changed); nothing was written"
+                        )
                     existing, _ = _check_cas(self.target, self.expected)
                     if existing is not None:
-                        os.fchmod(self.fd, stat_module.S_IMODE(existing.st_mode))
+                        os.fchmod(self.fd, existing.st_mode & PERMISSION_BITS)
                     else:
-                        umask = os.umask(0)
-                        os.umask(umask)
-                        wanted = (0o666 & ~umask) if self.mode is None else self.mode & 0o7777
-                        os.fchmod(self.fd, wanted)
+                        os.fchmod(self.fd, new_mode(self.mode))
                     os.replace(self.temp, self.target)
                     self.temp = ""
             except OSError as exc:

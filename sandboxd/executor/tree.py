@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import io
 import os
 import queue
 import stat as stat_module
@@ -20,12 +21,13 @@ import tarfile
 import threading
 from collections.abc import Iterator
 
-from sandboxd.errors import InvalidArgument, SandboxdError
-from sandboxd.executor import untar
+from sandboxd.contract import untar
+from sandboxd.contract.errors import InvalidArgument, SandboxdError
+from sandboxd.contract.untar import DIR_FLAGS
 from sandboxd.executor.files import os_error
 from sandboxd.executor.tools import gitignore
+from sandboxd.executor.tools.gilpause import pause
 from sandboxd.executor.transfer import CHUNK, Session
-from sandboxd.executor.untar import DIR_FLAGS
 
 #: Chunks buffered between the channel and the tar thread.
 QUEUE = 4
@@ -149,20 +151,57 @@ class _Sink:
             self._buffer.clear()
 
 
+#: Files up to this size are read whole before their header is written, so
+#: the header holds the size read, not the size stat said: a file of /sys says
+#: 4096 and holds a few bytes, one of /proc says 0 and holds more.
+WHOLE_READ = 64 * 1024
+
+
 class _Padded:
-    """A file read for exactly ``size`` bytes: zeros if it shrank meanwhile."""
+    """A file read for exactly ``size`` bytes: zeros where it shrank, or
+    failed to read (EIO from a device attribute), meanwhile.
+
+    A header already promised ``size`` bytes; tarfile refuses a short read
+    ("unexpected end of data", which was answered INTERNAL).
+    """
 
     def __init__(self, fd: int, size: int) -> None:
         self._fd = fd
         self._left = size
+        self._failed = False
 
     def read(self, size: int = -1) -> bytes:
         want = self._left if size < 0 else min(size, self._left)
         if want <= 0:
             return b""
-        data = os.read(self._fd, want) or bytes(want)
-        self._left -= len(data)
+        data = b""
+        while not self._failed and len(data) < want:
+            try:
+                got = os.read(self._fd, want - len(data))
+            except OSError:
+                got = b""
+            if not got:
+                self._failed = True  # shrank or broke: the rest is zeros
+            data += got
+        data += bytes(want - len(data))
+        self._left -= want
         return data
+
+
+def _read_whole(fd: int) -> bytes | None:
+    """A small file's content as it reads now (None: it cannot be read)."""
+    parts: list[bytes] = []
+    left = WHOLE_READ
+    try:
+        while left > 0:
+            got = os.read(fd, left)
+            if not got:
+                break
+            parts.append(got)
+            left -= len(got)
+    except OSError:
+        return None
+    return b"".join(parts)
 
 
 def _walk(
@@ -175,7 +214,9 @@ def _walk(
     if ignores is not None:
         found = gitignore.load(base)
         local = (*ignores, found) if found is not None else ignores
-    for name in names:
+    for number, name in enumerate(names, 1):
+        if not number & 63:
+            pause()  # a tree of any size, walked in Python: the other calls go on
         rel = f"{prefix}{name}"
         try:
             info = os.lstat(name, dir_fd=root_fd)
@@ -276,9 +317,17 @@ class TreeDownload(Session):
                 if not stat_module.S_ISREG(opened.st_mode):
                     self.counts["skipped"] += 1
                     return
-                member.size = opened.st_size
-                tar.addfile(member, _Padded(fd, opened.st_size))  # type: ignore[arg-type]
-                self.counts["bytes"] += opened.st_size
+                if opened.st_size <= WHOLE_READ:
+                    content = _read_whole(fd)
+                    if content is None:  # EIO, EINVAL: a device attribute, say
+                        self.counts["skipped"] += 1
+                        return
+                    member.size = len(content)
+                    tar.addfile(member, io.BytesIO(content))
+                else:
+                    member.size = opened.st_size
+                    tar.addfile(member, _Padded(fd, opened.st_size))  # type: ignore[arg-type]
+                self.counts["bytes"] += member.size
             finally:
                 os.close(fd)
         else:

@@ -30,8 +30,11 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from sandboxd.executor import environment
 
 #: A/B switch (``SANDBOXD_SPAWN_VFORK=0``: every child by Popen's fork).
 ENABLED = os.environ.get("SANDBOXD_SPAWN_VFORK", "1") != "0"
@@ -99,7 +102,9 @@ def setpriv() -> str | None:
     global _libc, _setpriv, _checked
     if not _checked:
         _checked = True
-        path = shutil.which("setpriv")
+        # A fixed, root-owned file: the executor's PATH is not the workload's
+        # to choose (environment), and setpriv starts with a real uid of 0.
+        path = environment.system_program("setpriv")
         if path is not None:
             try:
                 _libc = _Libc()
@@ -153,7 +158,7 @@ class UserPopen(subprocess.Popen[bytes]):
         uid: int | None,
         umask: int,
         start_new_session: bool,
-        process_group: int | None,
+        process_group: int | None = None,  # 3.11+ (on 3.10, the local backend's Popen has none)
     ) -> None:
         program = setpriv()
         plain = (
@@ -170,11 +175,12 @@ class UserPopen(subprocess.Popen[bytes]):
             or any(0 <= fd < 3 for fd in (p2cread, c2pwrite, errwrite))
         )
         if plain:
+            since_3_11 = (process_group,) if sys.version_info >= (3, 11) else ()
             super()._execute_child(  # type: ignore[misc]
                 args, executable, preexec_fn, close_fds, pass_fds, cwd, env, startupinfo,
                 creationflags, shell, p2cread, p2cwrite, c2pread, c2pwrite, errread,
                 errwrite, restore_signals, gid, gids, uid, umask, start_new_session,
-                process_group,
+                *since_3_11,
             )  # fmt: skip
             return
         assert program is not None and _libc is not None

@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from sandboxd.errors import InvalidArgument
+from sandboxd.contract.errors import InvalidArgument
 
 #: 2: raw frames (``frame``, ``Deframer``).
 PROTOCOL_VERSION = 2

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from sandboxd.errors import SandboxdError
+from sandboxd.contract.errors import SandboxdError
 from sandboxd.observability import metrics
 
 access_log = logging.getLogger("sandboxd.access")

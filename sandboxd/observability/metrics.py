@@ -20,8 +20,8 @@ from prometheus_client import (
     generate_latest,
 )
 
-from sandboxd.executor.tools import TOOL_NAMES
-from sandboxd.models import PoolStatus
+from sandboxd.contract.models import PoolStatus
+from sandboxd.contract.tools import TOOL_NAMES
 
 __all__ = [
     "CONTENT_TYPE_LATEST",
@@ -64,6 +64,12 @@ EXECUTOR_CHANNELS = Counter(
     ["kind"],
 )
 INSTANCES = Gauge("sandboxd_instances", "Sandboxes this daemon has, by state", ["state"])
+TENANT_USE = Gauge(
+    "sandboxd_tenant_use", "A tenant's use of each quota (service/quotas.py)", ["tenant", "quota"]
+)
+TENANT_QUOTA = Gauge(
+    "sandboxd_tenant_quota", "A tenant's limit of each quota (0: none)", ["tenant", "quota"]
+)
 POOL_SIZE = Gauge("sandboxd_pool_size", "Warm workspaces the pool aims to keep ready")
 POOL_READY = Gauge("sandboxd_pool_ready", "Warm workspaces ready to be claimed now")
 POOL_SERVED = Gauge("sandboxd_pool_served", "Creates served from the warm pool since start")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -18,10 +19,18 @@ _PARAMS = [
     pytest.param("docker", marks=pytest.mark.docker),
     pytest.param("gvisor", marks=pytest.mark.docker),
 ]
+# "kubernetes": the same over gRPC on a daemon with the kubernetes backend,
+# on the test cluster (make k8s); with the kubernetes tier (SANDBOXD_K8S_TESTS=1).
+if os.environ.get("SANDBOXD_K8S_TESTS") == "1":
+    _PARAMS.append(pytest.param("kubernetes", marks=pytest.mark.kubernetes))
 
 
 @pytest.fixture(params=_PARAMS)
 async def tool_backend(request: pytest.FixtureRequest) -> AsyncIterator[ToolBackend]:
+    if request.param == "kubernetes":
+        async with docker_backend(request.getfixturevalue("kube_daemon")) as backend:
+            yield backend
+        return
     if request.param in ("docker", "gvisor"):
         daemon = request.getfixturevalue("daemon")
         async with docker_backend(daemon, gvisor=request.param == "gvisor") as backend:

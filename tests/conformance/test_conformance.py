@@ -76,6 +76,6 @@ def test_case_names_are_unique() -> None:
 
 
 def test_every_tool_is_covered() -> None:
-    from sandboxd.executor.tools import TOOL_NAMES
+    from sandboxd.contract.tools import TOOL_NAMES
 
     assert {c.call.tool for c in CASES} == set(TOOL_NAMES)

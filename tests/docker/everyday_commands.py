@@ -4,9 +4,10 @@ each must give (exit code, stdout, stderr) whatever the container runtime.
 Each script runs under ``bash -c`` as the sandbox user in a fresh directory of
 its own under /workspace; it prints only what is the same on every correct
 Linux (no timestamps, inode numbers, block counts or directory sizes, which
-differ between filesystems). Missing from the image, so not listed: make,
-curl, pip (no ensurepip): the wheel case installs by unpacking, which is what
-pip does for a pure-Python wheel.
+differ between filesystems). The package managers work offline as the
+sandbox user on the read-only root: pip into a venv and (outside one) into
+$HOME, npm from a local tarball with its cache in $HOME. Missing from the
+image, so not listed: make and compilers.
 """
 
 # ruff: noqa: E501  (a table of shell scripts reads best one case per line)
@@ -92,6 +93,8 @@ CASES: tuple[Case, ...] = (
          "echo b > b && git add b && git -c user.name=t -c user.email=t@e commit -qm two && "
          "git checkout -q main && git merge -q --ff-only feat && git log --format=%s && git ls-files",
          "two\none\na\nb\n"),
+    # Models type `python` as often as `python3` (LangChain's sandbox suite does too).
+    Case("python-alias", "python -c 'import sys; print(sys.version_info[0])'", "3\n"),
     Case("python-venv", "python3 -m venv --without-pip v && "
          "v/bin/python -c 'import sys; print(sys.prefix != sys.base_prefix)'", "True\n"),
     Case("wheel-install", "python3 -m venv --without-pip v && python3 -c \"$MAKE_WHEEL\" && "
@@ -99,6 +102,44 @@ CASES: tuple[Case, ...] = (
          "python3 -m zipfile -e evpkg-1.0-py3-none-any.whl \"$site\" && "
          "v/bin/python -c 'import evpkg, importlib.metadata as m; print(evpkg.VALUE, m.version(\"evpkg\"))'",
          "42 1.0\n"),
+    Case("venv-pip", "python3 -m venv v && v/bin/pip --version | cut -d' ' -f1 && "
+         "pip --version | cut -d' ' -f1 && pip3 --version | cut -d' ' -f1", "pip\npip\npip\n"),
+    Case("pip-venv-wheel", "python3 -m venv v && python3 -c \"$MAKE_WHEEL\" && "
+         "v/bin/pip install -q --no-index evpkg-1.0-py3-none-any.whl && "
+         "v/bin/python -c 'import evpkg, importlib.metadata as m; print(evpkg.VALUE, m.version(\"evpkg\"))' && "
+         "v/bin/pip list --format=freeze | grep '^evpkg=='",
+         "42 1.0\nevpkg==1.0\n"),
+    # Outside a venv pip installs for the user, under $HOME (no PEP 668 refusal:
+    # the root is read-only, so the system's packages are safe anyway).
+    Case("pip-user-wheel", "python3 -c \"$MAKE_WHEEL\" && "
+         "pip install -q --no-index evpkg-1.0-py3-none-any.whl && "
+         "python3 -c 'import evpkg, os; print(evpkg.VALUE, evpkg.__file__.startswith(os.environ[\"HOME\"] + \"/.local/\"))'",
+         "42 True\n"),
+    Case("python-tls-roots", "test -s /etc/ssl/certs/ca-certificates.crt && "
+         "python3 -c 'import ssl; print(ssl.create_default_context().cert_store_stats()[\"x509_ca\"] > 100)'",
+         "True\n"),
+    Case("node-e", "node -e 'console.log([1, 2, 3].map(x => x * 2).join(), typeof require(\"fs\").readFileSync)'",
+         "2,4,6 function\n"),
+    Case("npm-version", "npm --version | grep -cE '^[0-9]+\\.[0-9]+\\.[0-9]+$'", "1\n"),
+    Case("npm-pack-install", "mkdir lib app && cd lib && "
+         "printf '{\"name\": \"evlib\", \"version\": \"1.0.0\", \"main\": \"index.js\"}' > package.json && "
+         "echo 'module.exports = 42;' > index.js && npm pack --silent && cd ../app && "
+         "npm init -y >/dev/null && npm install --silent ../lib/evlib-1.0.0.tgz && "
+         "node -e 'console.log(require(\"evlib\"), require(\"./package.json\").dependencies.evlib)' && "
+         "test -d \"$HOME/.npm/_cacache\" && echo cache-in-home",
+         "evlib-1.0.0.tgz\n42 file:../lib/evlib-1.0.0.tgz\ncache-in-home\n"),
+    Case("curl-file", "echo hello > f && curl -sS \"file://$PWD/f\" && curl --version | head -n1 | cut -d' ' -f1",
+         "hello\ncurl\n"),
+    # No network: wget reports a network failure (exit 4), curl "couldn't connect" (7).
+    Case("wget-curl-offline", "wget --version | head -n1 | cut -d' ' -f1,2; "
+         "wget -q -O- http://127.0.0.1:9/; echo wget $?; curl -s http://127.0.0.1:9/; echo curl $?",
+         "GNU Wget\nwget 4\ncurl 7\n"),
+    Case("jq", "echo '{\"a\": [1, 2, {\"b\": \"x\"}]}' | jq -c '.a[2], (.a | length)'",
+         '{"b":"x"}\n3\n'),
+    Case("zip-unzip", "mkdir -p d/e && echo hi > d/e/f && zip -qr a.zip d && rm -r d && "
+         "unzip -q a.zip && cat d/e/f && unzip -Z1 a.zip", "hi\nd/\nd/e/\nd/e/f\n"),
+    Case("less", "seq 3 | less", "1\n2\n3\n"),
+    Case("pgrep", "sleep 30 & pgrep -x sleep >/dev/null && echo found; kill $!", "found\n"),
     Case("python-subprocess", "python3 -c 'import subprocess; "
          "print(subprocess.run([\"echo\", \"x\"], capture_output=True, text=True).stdout.strip())'",
          "x\n"),

@@ -11,8 +11,8 @@ import importlib.util
 
 import pytest
 
-from sandboxd.backends.docker_workspace import DockerWorkspace
-from sandboxd.models import Runtime
+from sandboxd.backends.docker.workspace import DockerWorkspace
+from sandboxd.contract.models import Runtime
 from tests.docker_fixtures import OpenWorkspace
 
 pytestmark = [pytest.mark.docker, pytest.mark.anyio, pytest.mark.timeout(180)]

@@ -21,9 +21,10 @@ import docker
 import pytest
 from prometheus_client import REGISTRY
 
-from sandboxd.backends.docker_direct import executor_gone
-from sandboxd.backends.docker_workspace import DockerWorkspace
-from sandboxd.models import Runtime
+from sandboxd.backends.docker.direct import executor_gone
+from sandboxd.backends.docker.workspace import DockerWorkspace
+from sandboxd.backends.shared.session import hello_args
+from sandboxd.contract.models import Runtime
 from tests.docker_fixtures import IMAGE, RUN_PREFIX
 from tests.docker_fixtures import OpenWorkspace as Open
 
@@ -32,7 +33,8 @@ pytestmark = [pytest.mark.docker, pytest.mark.anyio, pytest.mark.timeout(180)]
 
 async def _executor_pid(workspace: DockerWorkspace) -> int:
     # The executor's own pid (inside the container), from a fresh hello.
-    return int((await workspace.call("hello", workspace._hello_args()))["pid"])
+    args = hello_args(workspace._options, workspace._settings)
+    return int((await workspace.call("hello", args))["pid"])
 
 
 def _direct_count() -> float:
@@ -115,7 +117,7 @@ async def test_the_executors_log_lines_still_reach_the_daemon(
 ) -> None:
     # Only calls moved to the socket: the executor's stderr still comes over
     # the attach stream, kept open for it.
-    caplog.set_level(logging.WARNING, logger="sandboxd.backends.docker_attach")
+    caplog.set_level(logging.WARNING, logger="sandboxd.backends.docker.attach")
     workspace = await open_workspace()
     assert workspace.channel_kind == "direct"
     channel = await workspace.ensure_running()
@@ -129,10 +131,10 @@ async def test_the_executors_log_lines_still_reach_the_daemon(
 
 NO_HOST_PIDS = """
 import asyncio, logging, sys
-from sandboxd.backends.docker import DockerBackend
-from sandboxd.config import Settings
-from sandboxd.models import SandboxOptions
-from sandboxd.options import effective
+from sandboxd.backends.docker.backend import DockerBackend
+from sandboxd.daemon.settings import Settings
+from sandboxd.contract.models import SandboxOptions
+from sandboxd.backends.shared.options import effective
 
 logging.basicConfig(level=logging.INFO)
 

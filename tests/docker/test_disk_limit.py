@@ -11,10 +11,11 @@ import anyio
 import docker
 import pytest
 
-from runtime_client import GrpcSandboxFactory, SandboxOptions
-from sandboxd.backends import disk, labels
-from sandboxd.config import DEFAULT_DISK_BYTES
-from sandboxd.models import DiskLimit
+from runtime_client import GrpcSandboxFactory, InvalidArgument, SandboxOptions
+from sandboxd.backends.docker import disk
+from sandboxd.backends.shared import labels
+from sandboxd.backends.shared.settings import DEFAULT_DISK_BYTES
+from sandboxd.contract.models import DiskLimit
 from tests.docker_fixtures import IMAGE, RUN_PREFIX, container_name
 from tests.helpers import Daemon
 
@@ -231,3 +232,22 @@ async def test_a_killed_daemons_pool_disks_are_removed_by_the_next_start(
     assert _images_in(disks) == [] and _loop_devices_of(pooled[0]) == ""
     assert docker_client.volumes.list(filters={"label": f"{labels.NAMESPACE}={namespace}"}) == []
     await anyio.to_thread.run_sync(second.terminate)
+
+
+async def test_a_sandbox_asks_its_own_disk_size_within_the_maximum(
+    factory: GrpcSandboxFactory,
+) -> None:
+    """SandboxOptions.disk_bytes: a 32 MiB disk instead of the daemon's 64 MiB; over
+    the operator's maximum is refused and nothing is made."""
+    info, _ = await factory.transport.create_sandbox(
+        f"disk-{secrets.token_hex(3)}", SandboxOptions(disk_bytes=32 << 20)
+    )
+    try:
+        assert info.options.disk_bytes == 32 << 20
+        box = await factory.create_sandbox(info.instance_id)
+        size = int((await box.exec("df -B1 --output=size /workspace | tail -1")).stdout)
+        assert (32 << 20) * 0.7 < size <= 32 << 20  # ext4 keeps some; the default is 64 MiB
+    finally:
+        await factory.transport.delete_sandbox(info.instance_id)
+    with pytest.raises(InvalidArgument, match="SANDBOXD_MAX_DISK_BYTES"):
+        await factory.transport.create_sandbox("too-big", SandboxOptions(disk_bytes=1 << 50))

@@ -12,7 +12,7 @@ import pytest
 from docker.models.containers import Container
 
 from runtime_client import GrpcSandboxFactory, SandboxOptions
-from sandboxd.backends import labels
+from sandboxd.backends.shared import labels
 from tests.docker_fixtures import IMAGE, RUN_PREFIX, container_name
 from tests.helpers import Daemon
 

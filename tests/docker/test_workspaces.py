@@ -20,12 +20,13 @@ from runtime_client import (
     GrpcSandboxFactory,
     InvalidArgument,
     NotFound,
+    PermissionDenied,
     ResourceExhausted,
     Runtime,
     SandboxOptions,
     SandboxUnavailable,
 )
-from sandboxd.backends import labels
+from sandboxd.backends.shared import labels
 from tests.docker_fixtures import IMAGE, RUN_PREFIX, container_name
 from tests.helpers import Daemon, health_status
 
@@ -259,6 +260,47 @@ async def test_exec_timeout_and_stream_on_docker(
     assert output == b"1\n2\n3\n"
     assert isinstance(events[-1], ExecExit) and events[-1].exit_code == 0
     await box.delete()
+
+
+async def test_var_tmp_is_a_writable_sticky_tmpfs_like_tmp(
+    factory: GrpcSandboxFactory,
+    docker_client: docker.DockerClient,
+    namespace: str,
+    instance_id: str,
+) -> None:
+    # Tools that install helpers for a rootless user (inspect_ai's sandbox
+    # tools) need /var/tmp: root-owned, sticky, writable and executable.
+    box = await factory.create_sandbox(instance_id)
+    host = docker_client.containers.get(container_name(namespace, instance_id)).attrs["HostConfig"]
+    assert "size=268435456" in host["Tmpfs"]["/var/tmp"]
+    probe = await box.exec(
+        "stat -c '%U %a' /var/tmp; findmnt -no FSTYPE /var/tmp; "
+        "printf '#!/bin/sh\\necho ran\\n' > /var/tmp/helper && chmod +x /var/tmp/helper "
+        "&& /var/tmp/helper"
+    )
+    await box.delete()
+    assert probe.stdout.decode().split("\n")[:3] == ["root 1777", "tmpfs", "ran"], probe
+
+
+async def test_a_read_only_file_is_not_replaced(
+    factory: GrpcSandboxFactory, instance_id: str
+) -> None:
+    # Atomic writes rename over the target, which only the folder's mode
+    # governs; a file made read-only must still refuse (as open() would).
+    box = await factory.create_sandbox(instance_id)
+    await box.write_file("locked.txt", "kept")
+    await box.exec(["chmod", "a-w", "locked.txt"])
+    try:
+        with pytest.raises(PermissionDenied, match=r"locked\.txt: permission denied"):
+            await box.write_file("locked.txt", "replaced")
+        with pytest.raises(PermissionDenied, match=r"locked\.txt: permission denied"):
+            await box.upload("locked.txt", b"replaced")
+        assert (await box.read_file("locked.txt")).data == b"kept"
+        await box.exec(["chmod", "u+w", "locked.txt"])
+        await box.write_file("locked.txt", "replaced")
+        assert (await box.read_file("locked.txt")).data == b"replaced"
+    finally:
+        await box.delete()
 
 
 async def test_bad_input_on_docker(factory: GrpcSandboxFactory, instance_id: str) -> None:

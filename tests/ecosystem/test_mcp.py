@@ -19,13 +19,16 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult, TextContent
 
 from runtime_client import GrpcSandboxFactory, NotFound
-from sandboxd.connection_limits import DEFAULT_LIMITS
+from sandboxd.contract.tools import SPECS
+from sandboxd.transports.http.connection_limits import DEFAULT_LIMITS
 from tests.ecosystem.conftest import free_port
 from tests.helpers import ROOT, Daemon
 
 pytestmark = [pytest.mark.inproc, pytest.mark.anyio]
 
 SIX = ["read", "write", "edit", "bash", "grep", "glob", "bash_output", "kill_shell"]
+# The tools that only look, as their specs say; the others may destroy.
+READ_ONLY = {name for name, spec in SPECS.items() if spec.read_only}
 
 
 def _text(result: CallToolResult) -> str:
@@ -56,6 +59,12 @@ async def _exercise(session: ClientSession) -> None:
     assert schemas["read"]["required"] == ["file_path"]
     assert set(schemas["edit"]["properties"]) >= {"file_path", "old_string", "new_string"}
     assert all(tool.description for tool in listed.tools)
+    # The hints MCP hosts decide approvals by, as the tools' specs say.
+    hints = {tool.name: tool.annotations for tool in listed.tools}
+    assert {name for name, hint in hints.items() if hint and hint.read_only_hint} == READ_ONLY
+    assert {name for name, hint in hints.items() if hint and hint.destructive_hint} == (
+        set(SIX) - READ_ONLY
+    )
 
     wrote = await session.call_tool(
         "write", {"file_path": "src/app.py", "content": "print('hi')\nTOKEN = 1\n"}
@@ -163,7 +172,7 @@ async def test_streamable_http_bridge(http_bridge: str) -> None:
 
 
 async def test_the_http_bridge_closes_a_dripping_request_head(http_bridge: str) -> None:
-    # The daemon's slow-client guard, default limits (sandboxd.connection_limits).
+    # The daemon's slow-client guard, default limits (sandboxd.transports.http.connection_limits).
     port = int(http_bridge.rsplit(":", 1)[1].split("/")[0])
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     writer.write(b"POST /mcp HTTP/1.1\r\nHost: x\r\n")
@@ -175,14 +184,18 @@ async def test_the_http_bridge_closes_a_dripping_request_head(http_bridge: str) 
                 await writer.drain()
                 await asyncio.sleep(0.2)
 
+    async def head_then_close() -> bytes:
+        head = await reader.readuntil(b"\r\n\r\n")
+        with contextlib.suppress(ConnectionResetError):
+            while await reader.read(65536):
+                pass  # to the close
+        return head
+
     dripping = asyncio.create_task(drip())
     try:
-        async with asyncio.timeout(DEFAULT_LIMITS.header_timeout_s + 30):
-            head = await reader.readuntil(b"\r\n\r\n")
-            assert head.startswith(b"HTTP/1.1 408 "), head
-            with contextlib.suppress(ConnectionResetError):
-                while await reader.read(65536):
-                    pass  # to the close
+        # wait_for, not asyncio.timeout: the client's tests run on 3.10 too.
+        head = await asyncio.wait_for(head_then_close(), DEFAULT_LIMITS.header_timeout_s + 30)
+        assert head.startswith(b"HTTP/1.1 408 "), head
     finally:
         dripping.cancel()
         writer.close()

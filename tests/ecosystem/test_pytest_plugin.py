@@ -151,7 +151,8 @@ def test_loading_the_plugin_imports_nothing_of_the_client(pytester: pytest.Pytes
 
         HEAVY = (
             "grpc", "google.protobuf", "pydantic", "pydantic_settings", "docker",
-            "sandboxd.models", "sandboxd.service", "sandboxd.backends.local",
+            "sandboxd.contract.models", "sandboxd.service.sandbox_service",
+            "sandboxd.backends.local.backend",
             "runtime_client.factories", "runtime_client.grpc_transport", "runtime_client.tools",
         )
 

@@ -16,7 +16,7 @@ import pytest
 from docker.models.containers import Container
 
 from runtime_client import GrpcSandboxFactory
-from sandboxd.backends import labels
+from sandboxd.backends.shared import labels
 from tests.docker_fixtures import IMAGE, RUN_PREFIX
 from tests.helpers import ROOT, health_status
 

@@ -1,31 +1,25 @@
-"""`pip install sandboxd` without extras, in a fresh virtualenv: the client
-works against a real daemon and nothing of the server came with it.
+"""The published wheel (`make dist`) without extras, in a fresh virtualenv:
+the client works against a real daemon and nothing of the server came with it.
 
-The daemon runs in this (dev) interpreter; the thin venv's client reaches it
-over a unix socket. Wheels are kept in a wheelhouse (SANDBOXD_WHEELHOUSE,
-default ~/.cache/sandboxd/wheelhouse) so a rerun installs offline.
+The daemon is ``sandboxd serve`` from another fresh virtualenv with the same
+wheel and its server extra, so both sides are what a user installs.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
-import tomllib
-import venv
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
 import pytest
 
-from sandboxd.config import Settings
-from sandboxd.grpc.server import Server
+from tests.dist import WHEEL, fresh_venv, require_built
+from tests.helpers import DAEMON_PYTHON, Daemon
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(900)]
 
-ROOT = Path(__file__).parents[2]
 FORBIDDEN = (
     "docker",
     "fastapi",
@@ -52,68 +46,39 @@ FORBIDDEN_DISTRIBUTIONS = (
     "grpcio-reflection",
     "pydantic",
     "anyio",
+    "pydantic-ai-slim",
+    "inspect-ai",
+    "openai-agents",
+    "deepagents",
 )
 
 
-def _wheelhouse() -> Path:
-    folder = Path(
-        os.environ.get("SANDBOXD_WHEELHOUSE", Path.home() / ".cache" / "sandboxd" / "wheelhouse")
-    )
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
-
-
-def _pip(python: Path, *args: str) -> None:
-    subprocess.run(
-        [str(python), "-m", "pip", "--disable-pip-version-check", "-q", *args], check=True
-    )
+@pytest.fixture(scope="module")
+def thin_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    require_built(WHEEL)
+    return fresh_venv(tmp_path_factory.mktemp("thin") / "venv", str(WHEEL))
 
 
 @pytest.fixture(scope="module")
-def thin_python(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    work = tmp_path_factory.mktemp("thin")
-    # A copy of the sources: building in the worktree would leave build/ behind.
-    source = work / "src"
-    source.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(ROOT / name, source / name)
-    for package in ("sandboxd", "runtime_client"):
-        shutil.copytree(
-            ROOT / package, source / package, ignore=shutil.ignore_patterns("__pycache__")
-        )
-    venv.EnvBuilder(with_pip=True).create(work / "venv")
-    python = work / "venv" / "bin" / "python"
-    wheels = _wheelhouse()
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    needed = [*project["project"]["dependencies"], *project["build-system"]["requires"]]
-    offline = ["--no-index", "--find-links", str(wheels)]
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    require_built(WHEEL)
+    folder = tmp_path_factory.mktemp("served")
+    server_python = fresh_venv(folder / "venv", f"{WHEEL}[server]", python=DAEMON_PYTHON)
+    process = Daemon(
+        folder / "sandboxd.sock",
+        "--backend", "local",
+        "--local-root", str(folder / "root"),
+        "--drain-seconds", "2",
+        program=[str(server_python.parent / "sandboxd")],
+    ).start()  # fmt: skip
     try:
-        _pip(python, "install", *offline, str(source))
-    except subprocess.CalledProcessError:
-        # First run (or new pins): fill the wheelhouse from PyPI, then install offline.
-        _pip(python, "download", "-d", str(wheels), *needed)
-        _pip(python, "install", *offline, str(source))
-    yield python
-
-
-@pytest.fixture
-async def daemon(tmp_path: Path) -> AsyncIterator[Server]:
-    settings = Settings.from_arguments(
-        backend="local",
-        local_root=tmp_path / "root",
-        socket=tmp_path / "sandboxd.sock",
-        drain_seconds=2,
-    )
-    server = Server(settings)
-    await server.start()
-    try:
-        yield server
+        yield process
     finally:
-        await server.stop()
+        process.stop()
 
 
 CLIENT = """
-import asyncio, importlib.metadata, json, sys
+import asyncio, importlib, importlib.metadata, json, sys
 
 import runtime_client
 from runtime_client import GrpcSandboxFactory, NotFound, SandboxOptions
@@ -141,6 +106,14 @@ try:
 except ImportError as exc:
     result["agent_error"] = str(exc)
 
+result["contrib_errors"] = {}
+for framework in ("pydantic_ai", "inspect_ai", "openai_agents", "deepagents"):
+    try:
+        importlib.import_module(f"runtime_client.contrib.{framework}")
+        result["contrib_errors"][framework] = None
+    except ImportError as exc:
+        result["contrib_errors"][framework] = str(exc)
+
 forbidden_modules, forbidden_dists = json.loads(sys.argv[2]), json.loads(sys.argv[3])
 installed = []
 for name in forbidden_dists:
@@ -159,9 +132,9 @@ print(json.dumps(result))
 
 
 async def test_base_install_is_a_working_client_without_the_server(
-    thin_python: Path, daemon: Server
+    thin_python: Path, daemon: Daemon
 ) -> None:
-    target = f"unix://{daemon.settings.socket}"
+    target = daemon.target
     proc = await anyio.run_process(
         [
             str(thin_python),
@@ -185,6 +158,17 @@ async def test_base_install_is_a_working_client_without_the_server(
     assert result["imported"] == []
     assert [r.split(">")[0].split("<")[0] for r in result["requires"]] == ["grpcio", "protobuf"]
     assert "pip install 'sandboxd[agent]'" in result["agent_error"]
+    # The framework adapters are there, and say which extra each needs.
+    assert result["contrib_errors"] == {
+        "pydantic_ai": "runtime_client.contrib.pydantic_ai needs the 'pydantic-ai' extra: "
+        "pip install 'sandboxd[pydantic-ai]' (missing: pydantic_ai)",
+        "inspect_ai": "runtime_client.contrib.inspect_ai needs the 'inspect-ai' extra: "
+        "pip install 'sandboxd[inspect-ai]' (missing: inspect_ai)",
+        "openai_agents": "runtime_client.contrib.openai_agents needs the 'openai-agents' "
+        "extra: pip install 'sandboxd[openai-agents]' (missing: agents)",
+        "deepagents": "runtime_client.contrib.deepagents needs the 'deepagents' extra: "
+        "pip install 'sandboxd[deepagents]' (missing: deepagents)",
+    }
 
 
 @pytest.mark.parametrize(

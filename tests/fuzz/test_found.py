@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("hypothesis")  # the harness module comes with the fuzz package
 
 from fuzz.harness import FuzzServer
-from sandboxd.v1 import sandbox_pb2 as pb
+from sandboxd.contract.v1 import sandbox_pb2 as pb
 
 pytestmark = [pytest.mark.inproc]
 

@@ -19,7 +19,7 @@ pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings
 
 from fuzz.harness import FuzzServer
-from fuzz.strategies import RPCS
+from fuzz.streams import ALL_RPCS as RPCS
 
 pytestmark = [pytest.mark.inproc, pytest.mark.timeout(3600)]
 

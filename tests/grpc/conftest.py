@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 from runtime_client import GrpcSandboxFactory
-from sandboxd.config import Settings
-from sandboxd.grpc.server import Server
+from sandboxd.daemon.assembly import Daemon
+from sandboxd.daemon.settings import Settings
 
 
 @pytest.fixture
-async def server(tmp_path: Path) -> AsyncIterator[Server]:
+async def server(tmp_path: Path) -> AsyncIterator[Daemon]:
     settings = Settings(
         backend="local",
         local_root=tmp_path / "root",
@@ -21,7 +21,7 @@ async def server(tmp_path: Path) -> AsyncIterator[Server]:
         max_payload_bytes=64 * 1024,
         drain_seconds=5,
     )
-    server = Server(settings)
+    server = Daemon(settings)
     await server.start()
     try:
         yield server
@@ -30,6 +30,6 @@ async def server(tmp_path: Path) -> AsyncIterator[Server]:
 
 
 @pytest.fixture
-async def factory(server: Server) -> AsyncIterator[GrpcSandboxFactory]:
+async def factory(server: Daemon) -> AsyncIterator[GrpcSandboxFactory]:
     async with GrpcSandboxFactory(f"unix://{server.settings.socket}") as factory:
         yield factory

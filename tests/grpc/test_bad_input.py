@@ -8,9 +8,9 @@ from typing import Any
 import grpc
 import pytest
 
-from sandboxd.grpc.server import Server
-from sandboxd.v1 import sandbox_pb2 as pb
-from sandboxd.v1 import sandbox_pb2_grpc as pb_grpc
+from sandboxd.contract.v1 import sandbox_pb2 as pb
+from sandboxd.contract.v1 import sandbox_pb2_grpc as pb_grpc
+from sandboxd.daemon.assembly import Daemon
 
 pytestmark = [pytest.mark.inproc, pytest.mark.anyio]
 
@@ -148,6 +148,12 @@ CASES: list[tuple[str, Callable[[Any], Awaitable[Any]], grpc.StatusCode, str]] =
         "timeout_ms must be between 1 and",
     ),
     (
+        "exec timeout over its maximum",
+        lambda s: s.Exec(pb.ExecRequest(instance_id="box", shell="true", timeout_ms=1 << 40)),
+        INVALID,
+        "timeout_ms must be between 1 and 3600000 (SANDBOXD_MAX_EXEC_TIMEOUT_MS",
+    ),
+    (
         "exec bad env",
         lambda s: s.Exec(pb.ExecRequest(instance_id="box", shell="true", env={"A=B": "x"})),
         INVALID,
@@ -166,6 +172,96 @@ CASES: list[tuple[str, Callable[[Any], Awaitable[Any]], grpc.StatusCode, str]] =
         ),
         INVALID,
         "memory_bytes must be at least",
+    ),
+    # Issue 23 item 9: no option past the operator's maximum, on create or fork.
+    *[
+        (
+            f"{field} over its maximum on {rpc}",
+            call,
+            INVALID,
+            f"{field} {shown} is over this daemon's maximum of",
+        )
+        for field, value, shown in [
+            ("memory_bytes", 1 << 40, str(1 << 40)),
+            ("cpus", 4096.0, "4096"),
+            ("pids_limit", 1 << 30, str(1 << 30)),
+            ("idle_ttl_seconds", 1 << 40, str(1 << 40)),
+        ]
+        for rpc, call in [
+            (
+                "create",
+                lambda s, f=field, v=value: s.CreateSandbox(
+                    pb.CreateSandboxRequest(instance_id="big", options=pb.SandboxOptions(**{f: v}))
+                ),
+            ),
+            (
+                "fork",
+                lambda s, f=field, v=value: s.ForkSandbox(
+                    pb.ForkSandboxRequest(
+                        source_id="box", new_id="big", options=pb.SandboxOptions(**{f: v})
+                    )
+                ),
+            ),
+        ]
+    ],
+    # Issue 23 item 11: typed answers, not INTERNAL or UNAVAILABLE.
+    *[
+        (
+            f"cpus {value} on {rpc}",
+            call,
+            INVALID,
+            "cpus must be a finite number",
+        )
+        for value in (float("nan"), float("inf"), float("-inf"))
+        for rpc, call in [
+            (
+                "create",
+                lambda s, v=value: s.CreateSandbox(
+                    pb.CreateSandboxRequest(instance_id="cpu", options=pb.SandboxOptions(cpus=v))
+                ),
+            ),
+            (
+                "fork",
+                lambda s, v=value: s.ForkSandbox(
+                    pb.ForkSandboxRequest(
+                        source_id="box", new_id="cpu", options=pb.SandboxOptions(cpus=v)
+                    )
+                ),
+            ),
+        ]
+    ],
+    (
+        "an image that is an engine flag",
+        lambda s: s.CreateSandbox(
+            pb.CreateSandboxRequest(
+                instance_id="img", options=pb.SandboxOptions(image="--privileged")
+            )
+        ),
+        INVALID,
+        "image '--privileged' is not an image reference",
+    ),
+    (
+        "an unknown runtime",
+        lambda s: s.CreateSandbox(
+            pb.CreateSandboxRequest(
+                instance_id="rt",
+                options=pb.SandboxOptions(runtime=7),  # type: ignore[arg-type]
+            )
+        ),
+        INVALID,
+        "options.runtime 7 is not a runtime: use RUNTIME_UNSPECIFIED, RUNTIME_RUNC, RUNTIME_RUNSC",
+    ),
+    (
+        "an unknown runtime on fork",
+        lambda s: s.ForkSandbox(
+            pb.ForkSandboxRequest(
+                source_id="box",
+                new_id="rt",
+                options=pb.SandboxOptions(runtime=7),  # type: ignore[arg-type]
+            )
+        ),
+        INVALID,
+        "options.runtime 7 is not a runtime",
     ),
     (
         "bad label selector",
@@ -214,7 +310,7 @@ CASES: list[tuple[str, Callable[[Any], Awaitable[Any]], grpc.StatusCode, str]] =
 
 @pytest.mark.parametrize(("name", "call", "code", "message"), CASES, ids=[c[0] for c in CASES])
 async def test_bad_input_gets_a_clear_status_and_changes_nothing(
-    server: Server,
+    server: Daemon,
     name: str,
     call: Callable[[Any], Awaitable[Any]],
     code: grpc.StatusCode,

@@ -13,9 +13,9 @@ import grpc
 import pytest
 
 from runtime_client import GrpcSandboxFactory, InvalidArgument
-from sandboxd.grpc.server import Server
-from sandboxd.v1 import sandbox_pb2 as pb
-from sandboxd.v1 import sandbox_pb2_grpc as pb_grpc
+from sandboxd.contract.v1 import sandbox_pb2 as pb
+from sandboxd.contract.v1 import sandbox_pb2_grpc as pb_grpc
+from sandboxd.daemon.assembly import Daemon
 
 pytestmark = pytest.mark.anyio
 
@@ -30,7 +30,7 @@ async def _call(
     )
 
 
-async def test_every_tool_resolves_relative_paths_against_cwd(server: Server) -> None:
+async def test_every_tool_resolves_relative_paths_against_cwd(server: Daemon) -> None:
     async with grpc.aio.insecure_channel(f"unix://{server.settings.socket}") as channel:
         stub = pb_grpc.SandboxServiceStub(channel)
         await stub.CreateSandbox(pb.CreateSandboxRequest(instance_id="cwd"))
@@ -67,7 +67,7 @@ async def test_every_tool_resolves_relative_paths_against_cwd(server: Server) ->
         assert relative.text == "     1\tbeta"
 
 
-async def test_a_missing_cwd_is_a_model_facing_error(server: Server) -> None:
+async def test_a_missing_cwd_is_a_model_facing_error(server: Daemon) -> None:
     async with grpc.aio.insecure_channel(f"unix://{server.settings.socket}") as channel:
         stub = pb_grpc.SandboxServiceStub(channel)
         await stub.CreateSandbox(pb.CreateSandboxRequest(instance_id="cwd"))
@@ -82,7 +82,7 @@ async def test_a_missing_cwd_is_a_model_facing_error(server: Server) -> None:
         assert bad.value.code() == grpc.StatusCode.INVALID_ARGUMENT
 
 
-async def test_a_replayed_call_id_from_another_folder_is_refused(server: Server) -> None:
+async def test_a_replayed_call_id_from_another_folder_is_refused(server: Daemon) -> None:
     async with grpc.aio.insecure_channel(f"unix://{server.settings.socket}") as channel:
         stub = pb_grpc.SandboxServiceStub(channel)
         await stub.CreateSandbox(pb.CreateSandboxRequest(instance_id="cwd"))
@@ -96,7 +96,7 @@ async def test_a_replayed_call_id_from_another_folder_is_refused(server: Server)
         assert other.value.code() == grpc.StatusCode.INVALID_ARGUMENT
 
 
-async def test_tool_calls_stream_carries_the_folder(server: Server) -> None:
+async def test_tool_calls_stream_carries_the_folder(server: Daemon) -> None:
     async with grpc.aio.insecure_channel(f"unix://{server.settings.socket}") as channel:
         stub = pb_grpc.SandboxServiceStub(channel)
         await stub.CreateSandbox(pb.CreateSandboxRequest(instance_id="cwd"))

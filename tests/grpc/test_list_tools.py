@@ -8,7 +8,7 @@ import pytest
 
 from runtime_client import GrpcSandboxFactory
 from runtime_client.sandbox_tools import DESCRIPTIONS, SCHEMAS
-from sandboxd.tool_contract import TOOL_NAMES
+from sandboxd.contract.tools import TOOL_NAMES
 
 pytestmark = pytest.mark.anyio
 
@@ -22,7 +22,7 @@ async def test_list_tools_over_grpc(factory: GrpcSandboxFactory) -> None:
 
 
 async def test_list_tools_over_http(tmp_path: object) -> None:
-    from sandboxd.daemon import Daemon
+    from sandboxd.daemon.assembly import Daemon
     from tests.http.conftest import ADMIN, base_url, make_settings
 
     daemon = Daemon(make_settings(tmp_path))  # type: ignore[arg-type]

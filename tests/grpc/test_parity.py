@@ -14,7 +14,7 @@ from runtime_client import (
     Sandbox,
     SandboxFactory,
 )
-from sandboxd.grpc.server import Server
+from sandboxd.daemon.assembly import Daemon
 
 pytestmark = [pytest.mark.inproc, pytest.mark.anyio]
 
@@ -41,7 +41,7 @@ async def _script(factory: SandboxFactory) -> list[object]:
     return seen
 
 
-async def test_grpc_and_local_factories_agree(server: Server, tmp_path: Path) -> None:
+async def test_grpc_and_local_factories_agree(server: Daemon, tmp_path: Path) -> None:
     async with GrpcSandboxFactory(f"unix://{server.settings.socket}") as remote:
         over_grpc = await _script(remote)
     async with LocalSandboxFactory(tmp_path / "local") as local:

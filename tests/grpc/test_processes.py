@@ -15,9 +15,9 @@ import pytest
 
 from runtime_client import GrpcSandboxFactory, LocalSandboxFactory, Sandbox
 from runtime_client.errors import Conflict, InvalidArgument, NotFound
-from sandboxd.config import Settings
-from sandboxd.grpc.server import Server
-from sandboxd.models import ProcessInfo
+from sandboxd.contract.models import ProcessInfo
+from sandboxd.daemon.assembly import Daemon
+from sandboxd.daemon.settings import Settings
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 
@@ -169,7 +169,7 @@ async def box(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[S
     settings = Settings(
         backend="local", local_root=tmp_path / "root", socket=tmp_path / "sandboxd.sock"
     )
-    server = Server(settings)
+    server = Daemon(settings)
     await server.start()
     try:
         async with GrpcSandboxFactory(f"unix://{settings.socket}") as factory:

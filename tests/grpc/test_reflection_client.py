@@ -16,7 +16,7 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
     ProtoReflectionDescriptorDatabase,
 )
 
-from sandboxd.grpc.server import Server
+from sandboxd.daemon.assembly import Daemon
 
 pytestmark = [pytest.mark.inproc, pytest.mark.anyio]
 
@@ -48,7 +48,7 @@ def _status_by_reflection(target: str) -> grpc.StatusCode:
     raise AssertionError("an invalid id was accepted")
 
 
-async def test_a_reflection_only_client_drives_a_sandbox(server: Server) -> None:
+async def test_a_reflection_only_client_drives_a_sandbox(server: Daemon) -> None:
     target = f"unix://{server.settings.socket}"
 
     def session() -> list[dict[str, object]]:

@@ -22,15 +22,15 @@ from runtime_client import (
     NotFound,
     SandboxOptions,
 )
-from sandboxd.grpc.server import Server
-from sandboxd.v1 import sandbox_pb2 as pb
-from sandboxd.v1 import sandbox_pb2_grpc as pb_grpc
+from sandboxd.contract.v1 import sandbox_pb2 as pb
+from sandboxd.contract.v1 import sandbox_pb2_grpc as pb_grpc
+from sandboxd.daemon import assembly
 from tests.helpers import Daemon, health_status
 
 pytestmark = [pytest.mark.inproc, pytest.mark.anyio]
 
 
-async def test_socket_is_private_and_health_serving(server: Server) -> None:
+async def test_socket_is_private_and_health_serving(server: assembly.Daemon) -> None:
     mode = server.settings.socket.stat().st_mode
     assert stat.S_ISSOCK(mode)
     assert stat.S_IMODE(mode) == 0o600
@@ -46,7 +46,7 @@ def _reflected_services(target: str) -> list[str]:
     return sorted(s.name for s in reply.list_services_response.service)
 
 
-async def test_reflection_lists_the_service(server: Server) -> None:
+async def test_reflection_lists_the_service(server: assembly.Daemon) -> None:
     services = await anyio.to_thread.run_sync(
         _reflected_services, f"unix://{server.settings.socket}"
     )
@@ -155,7 +155,7 @@ async def test_read_guard_is_on_by_default_and_an_option_turns_it_off(
         await factory.transport.create_sandbox("free", SandboxOptions(disable_read_guard=False))
 
 
-async def test_model_mistakes_are_results_not_statuses(server: Server) -> None:
+async def test_model_mistakes_are_results_not_statuses(server: assembly.Daemon) -> None:
     """Bad tool arguments are the model's to fix: is_error results, never a status."""
     async with grpc.aio.insecure_channel(f"unix://{server.settings.socket}") as channel:
         stub = pb_grpc.SandboxServiceStub(channel)
@@ -190,7 +190,7 @@ async def test_model_mistakes_are_results_not_statuses(server: Server) -> None:
         assert fields["path"] == "d/n.txt"
 
 
-async def test_typed_tool_rpcs_carry_the_structured_fields(server: Server) -> None:
+async def test_typed_tool_rpcs_carry_the_structured_fields(server: assembly.Daemon) -> None:
     async with grpc.aio.insecure_channel(f"unix://{server.settings.socket}") as channel:
         stub = pb_grpc.SandboxServiceStub(channel)
         await stub.CreateSandbox(pb.CreateSandboxRequest(instance_id="typed"))

@@ -18,11 +18,12 @@ from runtime_client import (
     NotFound,
     Unauthenticated,
 )
-from sandboxd.config import Settings
-from sandboxd.grpc import batch, tool_stream
-from sandboxd.grpc.server import Server
-from sandboxd.v1 import sandbox_pb2 as pb
-from sandboxd.v1 import sandbox_pb2_grpc as pb_grpc
+from sandboxd.contract import batch
+from sandboxd.contract.v1 import sandbox_pb2 as pb
+from sandboxd.contract.v1 import sandbox_pb2_grpc as pb_grpc
+from sandboxd.daemon.assembly import Daemon
+from sandboxd.daemon.settings import Settings
+from sandboxd.transports.grpc import tool_stream
 
 pytestmark = [pytest.mark.inproc, pytest.mark.anyio]
 
@@ -84,8 +85,8 @@ async def test_a_cancelled_call_stops_its_command(factory: GrpcSandboxFactory) -
     assert check.exit_code == 1, "the cancelled command is still running"
 
 
-async def test_raw_stream_refuses_duplicates_missing_bodies_and_overflow(
-    server: Server, monkeypatch: pytest.MonkeyPatch
+async def test_raw_stream_refuses_duplicates_missing_bodies_and_waits_at_the_cap(
+    server: Daemon, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(tool_stream, "MAX_OUTSTANDING", 2)
     async with grpc.aio.insecure_channel(f"unix://{server.settings.socket}") as channel:
@@ -97,7 +98,9 @@ async def test_raw_stream_refuses_duplicates_missing_bodies_and_overflow(
         await stream.write(pb.ToolCallsRequest(call_id=1, call=slow))  # 1 is in flight
         await stream.write(pb.ToolCallsRequest(call_id=2))  # no body
         await stream.write(pb.ToolCallsRequest(call_id=3, call=slow))  # 1 and 3: the cap
-        await stream.write(pb.ToolCallsRequest(call_id=4, call=slow))  # over it
+        # Over it: not refused (issue 23 item 1); the daemon pulls it once
+        # answers have been read, and runs it.
+        await stream.write(pb.ToolCallsRequest(call_id=4, call=slow))
         await stream.done_writing()
         answers: dict[int, list[pb.ToolCallsResponse]] = {}
         async for answer in stream:
@@ -110,8 +113,7 @@ async def test_raw_stream_refuses_duplicates_missing_bodies_and_overflow(
     assert first.result.text == "slow\n\nExit code: 0"
     assert answers[2][0].error.code == "INVALID_ARGUMENT"
     assert answers[3][0].result.text == "slow\n\nExit code: 0"
-    assert answers[4][0].error.code == "RESOURCE_EXHAUSTED"
-    assert "read answers before sending more" in answers[4][0].error.message
+    assert answers[4][0].result.text == "slow\n\nExit code: 0"
 
 
 class _WithoutToolCalls(pb_grpc.SandboxServiceServicer):  # type: ignore[misc]
@@ -124,8 +126,20 @@ class _WithoutToolCalls(pb_grpc.SandboxServiceServicer):  # type: ignore[misc]
 
 
 async def test_falls_back_to_unary_calls_on_an_older_daemon(tmp_path: Path) -> None:
+    # As an older daemon is: no ToolCalls method at all, so gRPC's core answers
+    # UNIMPLEMENTED (a servicer raising NotImplementedError on a stream now
+    # and then came back as INTERNAL, "Failed sending error status").
     old = grpc.aio.server()
-    pb_grpc.add_SandboxServiceServicer_to_server(_WithoutToolCalls(), old)  # type: ignore[no-untyped-call]
+    only_call_tool = {
+        "CallTool": grpc.unary_unary_rpc_method_handler(
+            _WithoutToolCalls().CallTool,
+            request_deserializer=pb.CallToolRequest.FromString,
+            response_serializer=pb.CallToolResponse.SerializeToString,
+        )
+    }
+    old.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler("sandboxd.v1.SandboxService", only_call_tool),)
+    )
     old.add_insecure_port(f"unix://{tmp_path}/old.sock")
     await old.start()
     try:
@@ -139,7 +153,7 @@ async def test_falls_back_to_unary_calls_on_an_older_daemon(tmp_path: Path) -> N
 
 
 @pytest.fixture
-async def tcp_server(tmp_path: Path) -> AsyncIterator[Server]:
+async def tcp_server(tmp_path: Path) -> AsyncIterator[Daemon]:
     settings = Settings(
         backend="local",
         local_root=tmp_path / "root",
@@ -147,13 +161,13 @@ async def tcp_server(tmp_path: Path) -> AsyncIterator[Server]:
         tcp="127.0.0.1:0",
         token="stream-token-0123456789abcdef",  # type: ignore[arg-type]
     )
-    server = Server(settings)
+    server = Daemon(settings)
     await server.start()
     yield server
     await server.stop()
 
 
-async def test_the_stream_needs_the_token_on_tcp(tcp_server: Server) -> None:
+async def test_the_stream_needs_the_token_on_tcp(tcp_server: Daemon) -> None:
     target = f"127.0.0.1:{tcp_server.tcp_port}"
     async with GrpcSandboxFactory(target, token="stream-token-0123456789abcdef") as factory:
         sandbox = await factory.create_sandbox("tcp-stream")
@@ -178,7 +192,7 @@ def _flat(messages: list[pb.ToolCallsResponse]) -> dict[int, pb.ToolCallsRespons
     return {a.call_id: a for message in messages for a in (message.batch or [message])}
 
 
-async def test_a_batch_of_requests_is_answered_call_by_call(server: Server) -> None:
+async def test_a_batch_of_requests_is_answered_call_by_call(server: Daemon) -> None:
     async with grpc.aio.insecure_channel(f"unix://{server.settings.socket}") as channel:
         stub = pb_grpc.SandboxServiceStub(channel)  # type: ignore[no-untyped-call]
         await stub.CreateSandbox(pb.CreateSandboxRequest(instance_id="batched"))
@@ -204,7 +218,7 @@ async def test_a_batch_of_requests_is_answered_call_by_call(server: Server) -> N
     assert (server.settings.local_root / "batched" / "b" / "2").read_text() == "2\n"
 
 
-async def test_a_bad_batch_gets_errors_and_its_good_calls_run(server: Server) -> None:
+async def test_a_bad_batch_gets_errors_and_its_good_calls_run(server: Daemon) -> None:
     async with grpc.aio.insecure_channel(f"unix://{server.settings.socket}") as channel:
         stub = pb_grpc.SandboxServiceStub(channel)  # type: ignore[no-untyped-call]
         await stub.CreateSandbox(pb.CreateSandboxRequest(instance_id="bad-batch"))
@@ -231,7 +245,7 @@ async def test_a_bad_batch_gets_errors_and_its_good_calls_run(server: Server) ->
 
 
 async def test_a_batch_counts_call_by_call_against_the_cap(
-    server: Server, monkeypatch: pytest.MonkeyPatch
+    server: Daemon, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(tool_stream, "MAX_OUTSTANDING", 3)
     async with grpc.aio.insecure_channel(f"unix://{server.settings.socket}") as channel:
@@ -251,7 +265,7 @@ async def test_a_batch_counts_call_by_call_against_the_cap(
 
 
 async def test_answers_ready_together_leave_together_for_a_client_that_reads_batches(
-    server: Server,
+    server: Daemon,
 ) -> None:
     async with grpc.aio.insecure_channel(f"unix://{server.settings.socket}") as channel:
         stub = pb_grpc.SandboxServiceStub(channel)  # type: ignore[no-untyped-call]
@@ -310,3 +324,29 @@ async def test_the_client_batches_calls_made_while_one_is_written(
     ids = [r.call_id for m in sent for r in (m.batch or [m])]
     assert len(ids) == 30 and len(set(ids)) == 30
     assert len(sent) < 30  # calls made in one turn of the loop shared a message
+
+
+async def test_a_callers_streams_share_one_cap(
+    server: Daemon, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 23 item 1: a caller cannot get past its cap by opening more streams.
+    monkeypatch.setattr(tool_stream, "MAX_OUTSTANDING_PER_CALLER", 2)
+    async with grpc.aio.insecure_channel(f"unix://{server.settings.socket}") as channel:
+        stub = pb_grpc.SandboxServiceStub(channel)  # type: ignore[no-untyped-call]
+        for name in ("shared-cap", "shared-cap-2"):
+            await stub.CreateSandbox(pb.CreateSandboxRequest(instance_id=name))
+        first, second = stub.ToolCalls(), stub.ToolCalls()
+        slow = _call("shared-cap", "bash", command="sleep 1; date +%s%N")
+        for n in (1, 2):
+            await first.write(pb.ToolCallsRequest(call_id=n, call=slow))
+        await asyncio.sleep(0.2)  # both taken: the caller is at its cap
+        # Another sandbox (each sandbox's bash runs one call at a time).
+        now = _call("shared-cap-2", "bash", command="date +%s%N")
+        await second.write(pb.ToolCallsRequest(call_id=3, call=now))
+        ended = [(await first.read()).result.text for _ in (1, 2)]
+        answer = await asyncio.wait_for(second.read(), 10)
+        # The second stream's call was taken only once one of the first's was
+        # answered (the caller back under its cap), not at once.
+        assert answer.result.text.split()[0] >= min(t.split()[0] for t in ended), (answer, ended)
+        first.cancel()
+        second.cancel()

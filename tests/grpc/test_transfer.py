@@ -96,6 +96,16 @@ async def test_hostile_tar_refused(sandbox: Sandbox, kind: str) -> None:
     await checks.hostile_tar(sandbox, kind)
 
 
+async def test_links_resolving_outside_are_left_out_of_an_upload(sandbox: Sandbox) -> None:
+    await checks.links_out_left_out(sandbox)
+
+
+async def test_links_resolving_outside_are_left_out_of_a_download(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    await checks.links_out_not_downloaded(sandbox, tmp_path)
+
+
 async def test_symlink_planted_by_the_workload_is_not_followed(sandbox: Sandbox) -> None:
     await checks.symlink_planted_by_the_workload(sandbox)
 

@@ -12,7 +12,7 @@ import docker
 import pytest
 
 from runtime_client import GrpcSandboxFactory, Sandbox
-from sandboxd.models import Runtime, SandboxOptions
+from sandboxd.contract.models import Runtime, SandboxOptions
 from tests.helpers import Daemon
 from tests.hostile.support import FIGURES, Bystander, force_remove, settle, write_report
 
@@ -62,15 +62,15 @@ async def bystander(
 RUNTIMES = [Runtime.RUNC, Runtime.RUNSC]
 
 
-@pytest.fixture(params=RUNTIMES, ids=lambda r: r.value)
-async def box(
-    request: pytest.FixtureRequest,
+@contextlib.asynccontextmanager
+async def sandbox_with(
     daemon: Daemon,
     docker_client: docker.DockerClient,
     namespace: str,
     instance_id: str,
+    options: SandboxOptions,
 ) -> AsyncIterator[Sandbox]:
-    options = SandboxOptions(runtime=request.param)
+    """A sandbox of ``options`` on the session daemon, removed afterwards."""
     async with GrpcSandboxFactory(daemon.target, options=options) as factory:
         sandbox = await factory.create_sandbox(instance_id)
         try:
@@ -80,6 +80,20 @@ async def box(
                 await sandbox.delete()
             except Exception:
                 force_remove(docker_client, namespace, instance_id)
+
+
+@pytest.fixture(params=RUNTIMES, ids=lambda r: r.value)
+async def box(
+    request: pytest.FixtureRequest,
+    daemon: Daemon,
+    docker_client: docker.DockerClient,
+    namespace: str,
+    instance_id: str,
+) -> AsyncIterator[Sandbox]:
+    # A test module may set more options for its boxes (BOX_OPTIONS).
+    options = SandboxOptions(runtime=request.param, **getattr(request.module, "BOX_OPTIONS", {}))
+    async with sandbox_with(daemon, docker_client, namespace, instance_id, options) as sandbox:
+        yield sandbox
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

@@ -29,7 +29,8 @@ import docker.errors
 import pytest
 
 from runtime_client import GrpcSandboxFactory, Sandbox
-from sandboxd.backends import disk, labels
+from sandboxd.backends.docker import disk
+from sandboxd.backends.shared import labels
 from tests.helpers import health_status
 
 T = TypeVar("T")

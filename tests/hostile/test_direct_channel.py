@@ -21,7 +21,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from sandboxd.backends.docker_workspace import DockerWorkspace
+from sandboxd.backends.docker.workspace import DockerWorkspace
 from tests.docker_fixtures import OpenWorkspace
 
 pytestmark = [pytest.mark.docker, pytest.mark.anyio, pytest.mark.timeout(180)]
@@ -101,7 +101,7 @@ async def test_the_sandbox_user_cannot_reach_the_socket(open_workspace: OpenWork
 async def test_a_fake_listener_of_in_container_root_is_refused(
     open_workspace: OpenWorkspace, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.DEBUG, logger="sandboxd.backends.docker_workspace")
+    caplog.set_level(logging.DEBUG, logger="sandboxd.backends.docker.workspace")
     workspace = await open_workspace()
     folder = await _socket_dir(workspace)
     await _as_root(workspace, FAKE_LISTENER.format(dir=folder), detach=True)
@@ -125,7 +125,7 @@ async def test_a_fake_listener_of_in_container_root_is_refused(
 async def test_a_symlink_to_a_host_socket_is_not_followed(
     open_workspace: OpenWorkspace, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.DEBUG, logger="sandboxd.backends.docker_workspace")
+    caplog.set_level(logging.DEBUG, logger="sandboxd.backends.docker.workspace")
     workspace = await open_workspace()
     folder = await _socket_dir(workspace)
     # Absolute, so under /proc/<pid>/root it would resolve on the HOST.
@@ -143,7 +143,7 @@ async def test_a_symlink_to_a_host_socket_is_not_followed(
 async def test_a_symlinked_folder_to_a_host_socket_is_not_entered(
     open_workspace: OpenWorkspace, caplog: pytest.LogCaptureFixture, tmp_path: Path
 ) -> None:
-    caplog.set_level(logging.DEBUG, logger="sandboxd.backends.docker_workspace")
+    caplog.set_level(logging.DEBUG, logger="sandboxd.backends.docker.workspace")
     workspace = await open_workspace()
     folder = await _socket_dir(workspace)
     # A host folder with a listening "s": the socket's own folder in the

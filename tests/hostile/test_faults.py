@@ -17,7 +17,7 @@ import docker.errors
 import pytest
 
 from runtime_client import GrpcSandboxFactory, Internal, SandboxUnavailable
-from sandboxd.backends import labels
+from sandboxd.backends.shared import labels
 from tests.docker_fixtures import IMAGE, RUN_PREFIX, container_name, remove_namespace_resources
 from tests.helpers import Daemon, health_status
 from tests.hostile.engine_proxy import EngineProxy
@@ -242,7 +242,7 @@ async def test_engine_outage_then_sandboxd_reconnects(
     known_gap(
         typed,
         "bug: with the engine unreachable, docker-py raises requests.ConnectionError, which "
-        "sandboxd.backends.docker._thread does not map: the call answers INTERNAL",
+        "sandboxd.backends.docker.backend._thread does not map: the call answers INTERNAL",
     )
 
 

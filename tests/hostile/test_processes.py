@@ -14,8 +14,8 @@ import docker
 import pytest
 
 from runtime_client import GrpcSandboxFactory, ResourceExhausted, Sandbox, SandboxUnavailable
-from sandboxd.backends import labels
-from sandboxd.models import SandboxOptions
+from sandboxd.backends.shared import labels
+from sandboxd.contract.models import SandboxOptions
 from tests.helpers import Daemon
 from tests.hostile.support import (
     CPU_CONTENTION,

@@ -12,9 +12,9 @@ import grpc
 import pytest
 
 from runtime_client import InvalidArgument, Sandbox
-from sandboxd.v1 import sandbox_pb2 as pb
-from sandboxd.v1 import sandbox_pb2_grpc as pb_grpc
-from sandboxd.validation import MAX_JSON_DEPTH
+from sandboxd.contract.v1 import sandbox_pb2 as pb
+from sandboxd.contract.v1 import sandbox_pb2_grpc as pb_grpc
+from sandboxd.contract.validation import MAX_JSON_DEPTH
 from tests.helpers import Daemon
 from tests.hostile.support import assert_serving
 

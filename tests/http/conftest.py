@@ -9,8 +9,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from sandboxd.config import Settings
-from sandboxd.grpc.server import Server
+from sandboxd.daemon.assembly import Daemon
+from sandboxd.daemon.settings import Settings
 
 ADMIN = "admin-token-0123456789abcdef"
 TEAM_A = "team-a-token-0123456789abcdef"
@@ -33,8 +33,8 @@ def make_settings(tmp_path: Path, **overrides: object) -> Settings:
 
 
 @pytest.fixture
-async def server(tmp_path: Path) -> AsyncIterator[Server]:
-    server = Server(make_settings(tmp_path))
+async def server(tmp_path: Path) -> AsyncIterator[Daemon]:
+    server = Daemon(make_settings(tmp_path))
     await server.start()
     try:
         yield server
@@ -42,12 +42,12 @@ async def server(tmp_path: Path) -> AsyncIterator[Server]:
         await server.stop()
 
 
-def base_url(server: Server) -> str:
+def base_url(server: Daemon) -> str:
     return f"http://127.0.0.1:{server.http_port}"
 
 
 @pytest.fixture
-async def client(server: Server) -> AsyncIterator[httpx.AsyncClient]:
+async def client(server: Daemon) -> AsyncIterator[httpx.AsyncClient]:
     async with httpx.AsyncClient(
         base_url=base_url(server), headers={"Authorization": f"Bearer {ADMIN}"}, timeout=30
     ) as client:
@@ -55,6 +55,6 @@ async def client(server: Server) -> AsyncIterator[httpx.AsyncClient]:
 
 
 @pytest.fixture
-async def anonymous(server: Server) -> AsyncIterator[httpx.AsyncClient]:
+async def anonymous(server: Daemon) -> AsyncIterator[httpx.AsyncClient]:
     async with httpx.AsyncClient(base_url=base_url(server), timeout=30) as client:
         yield client

@@ -10,7 +10,7 @@ import json
 import httpx
 import pytest
 
-from sandboxd.grpc.server import Server
+from sandboxd.daemon.assembly import Daemon
 from tests.http.conftest import ADMIN, base_url
 
 pytestmark = [pytest.mark.inproc, pytest.mark.anyio]
@@ -172,7 +172,7 @@ async def test_probes_need_no_token(anonymous: httpx.AsyncClient) -> None:
     assert ready.json() == {"status": "ready"}
 
 
-async def test_curl_creates_and_calls_a_tool(server: Server) -> None:
+async def test_curl_creates_and_calls_a_tool(server: Daemon) -> None:
     """A client this project did not write, as the README shows it."""
 
     async def curl(*args: str) -> tuple[int, dict[str, object]]:

@@ -7,9 +7,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from sandboxd.config import Settings
-from sandboxd.errors import InvalidArgument
-from sandboxd.grpc.server import Server
+from sandboxd.contract.errors import InvalidArgument
+from sandboxd.daemon.assembly import Daemon
+from sandboxd.daemon.settings import Settings
 from tests.http.conftest import TEAM_A, base_url
 
 pytestmark = [pytest.mark.inproc, pytest.mark.anyio]
@@ -36,7 +36,7 @@ async def test_unauthenticated_calls_change_nothing(
 
 
 async def test_scoped_token_reaches_only_its_prefix(
-    server: Server, client: httpx.AsyncClient
+    server: Daemon, client: httpx.AsyncClient
 ) -> None:
     await client.post("/v1/sandboxes", json={"instance_id": "team-b-1"})
     async with httpx.AsyncClient(
@@ -69,7 +69,7 @@ async def test_http_without_tokens_refuses_to_start(tmp_path: Path) -> None:
         backend="local", local_root=tmp_path, socket=tmp_path / "s", http="127.0.0.1:0"
     )
     with pytest.raises(InvalidArgument, match="an HTTP listener needs bearer tokens"):
-        Server(settings)
+        Daemon(settings)
 
 
 async def test_a_token_from_the_environment_guards_http(
@@ -80,7 +80,7 @@ async def test_a_token_from_the_environment_guards_http(
     settings = Settings(
         backend="local", local_root=tmp_path, socket=tmp_path / "s", http="127.0.0.1:0"
     )
-    server = Server(settings)
+    server = Daemon(settings)
     await server.start()
     try:
         async with httpx.AsyncClient(base_url=base_url(server), timeout=30) as http:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from sandboxd.validation import MAX_JSON_DEPTH
+from sandboxd.contract.validation import MAX_JSON_DEPTH
 
 pytestmark = [pytest.mark.inproc, pytest.mark.anyio]
 

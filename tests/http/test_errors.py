@@ -9,11 +9,11 @@ import grpc
 import httpx
 import pytest
 
-from sandboxd import errors
-from sandboxd.grpc.server import Server
-from sandboxd.http.errors import HTTP_STATUS
-from sandboxd.v1 import sandbox_pb2 as pb
-from sandboxd.v1 import sandbox_pb2_grpc as pb_grpc
+from sandboxd.contract import errors
+from sandboxd.contract.v1 import sandbox_pb2 as pb
+from sandboxd.contract.v1 import sandbox_pb2_grpc as pb_grpc
+from sandboxd.daemon.assembly import Daemon
+from sandboxd.transports.http.errors import HTTP_STATUS
 
 pytestmark = [pytest.mark.inproc, pytest.mark.anyio]
 
@@ -40,7 +40,7 @@ def test_every_error_class_has_its_status() -> None:
 @pytest.mark.parametrize("cls", errors.ERROR_CLASSES, ids=lambda c: c.__name__)
 async def test_each_error_class_over_http(
     cls: type[errors.SandboxdError],
-    server: Server,
+    server: Daemon,
     client: httpx.AsyncClient,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -57,7 +57,7 @@ async def test_each_error_class_over_http(
 
 
 async def test_an_unexpected_exception_is_500_with_an_incident_id(
-    server: Server, client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+    server: Daemon, client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     async def broken() -> None:
         raise RuntimeError("secret detail")
@@ -72,7 +72,7 @@ async def test_an_unexpected_exception_is_500_with_an_incident_id(
 
 
 async def _both(
-    server: Server, client: httpx.AsyncClient, grpc_call: object, http_call: object
+    server: Daemon, client: httpx.AsyncClient, grpc_call: object, http_call: object
 ) -> tuple[tuple[str, str], tuple[str, str]]:
     """The same bad request over gRPC and HTTP: (code, message) from each."""
     async with grpc.aio.insecure_channel(f"unix://{server.settings.socket}") as channel:
@@ -87,9 +87,9 @@ async def _both(
     )
 
 
-async def test_real_errors_match_grpc(server: Server, client: httpx.AsyncClient) -> None:
+async def test_real_errors_match_grpc(server: Daemon, client: httpx.AsyncClient) -> None:
     """Triggered for real, not stubbed: gRPC and HTTP give the same code and message."""
-    await client.post("/v1/sandboxes", json={"instance_id": "box", "options": {"cpus": 1}})
+    await client.post("/v1/sandboxes", json={"instance_id": "box", "options": {"cpus": 0.5}})
     big = 64 * 1024 + 1
     cases = [
         (  # INVALID_ARGUMENT
@@ -104,9 +104,9 @@ async def test_real_errors_match_grpc(server: Server, client: httpx.AsyncClient)
         ),
         (  # ALREADY_EXISTS
             lambda s: s.CreateSandbox(
-                pb.CreateSandboxRequest(instance_id="box", options=pb.SandboxOptions(cpus=2))
+                pb.CreateSandboxRequest(instance_id="box", options=pb.SandboxOptions(cpus=1))
             ),
-            lambda c: c.post("/v1/sandboxes", json={"instance_id": "box", "options": {"cpus": 2}}),
+            lambda c: c.post("/v1/sandboxes", json={"instance_id": "box", "options": {"cpus": 1}}),
             409,
         ),
         (  # FAILED_PRECONDITION

@@ -1,4 +1,4 @@
-"""The guard itself (sandboxd.http_guard) under uvicorn, with small ASGI apps of its own.
+"""The guard itself (sandboxd.transports.http.guard) under uvicorn, with small ASGI apps of its own.
 
 tests/http/test_slow_clients.py drives it through the daemon; here the cases
 that need an application to behave in a particular way (slow to read), and
@@ -16,16 +16,16 @@ from typing import Any
 import pytest
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from sandboxd.connection_limits import ConnectionLimits
-from sandboxd.errors import SandboxUnavailable
-from sandboxd.http.errors import error_response
-from sandboxd.http.server import HttpServer
-from sandboxd.http_guard import (
+from sandboxd.contract.errors import SandboxUnavailable
+from sandboxd.transports.http.connection_limits import ConnectionLimits
+from sandboxd.transports.http.errors import error_response
+from sandboxd.transports.http.guard import (
     GuardedH11Protocol,
     _raw_response,
     check_uvicorn,
     guarded_protocol,
 )
+from sandboxd.transports.http.server import HttpServer
 
 pytestmark = [pytest.mark.inproc, pytest.mark.anyio]
 
@@ -126,7 +126,7 @@ async def test_a_body_that_stalls_after_100_continue_gets_408() -> None:
 
 
 def test_the_guards_error_bodies_have_the_apis_error_shape() -> None:
-    # Written past h11 and FastAPI, so held here to sandboxd.http.errors' shape.
+    # Written past h11 and FastAPI, so held here to sandboxd.transports.http.errors' shape.
     ours = _raw_response(408, "Request Timeout", "DEADLINE_EXCEEDED", "m", retry_after=1)
     head, _, body = ours.partition(b"\r\n\r\n")
     assert b"content-length: %d" % len(body) in head.split(b"\r\n")

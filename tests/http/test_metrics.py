@@ -13,7 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from runtime_client import GrpcSandboxFactory, NotFound
 from sandboxd.cli import _JsonFormatter
-from sandboxd.grpc.server import Server
+from sandboxd.daemon.assembly import Daemon
 from sandboxd.observability import metrics
 from tests.http.conftest import base_url, make_settings
 
@@ -38,7 +38,7 @@ def value(samples: Samples, name: str, **labels: str) -> float:
 
 
 async def test_counters_move_with_calls_on_both_transports(
-    server: Server, client: httpx.AsyncClient
+    server: Daemon, client: httpx.AsyncClient
 ) -> None:
     before = await scrape(client)
     await client.post("/v1/sandboxes", json={"instance_id": "m-1"})
@@ -118,7 +118,7 @@ def test_container_start_hook_counts() -> None:
 
 
 async def test_access_log_line_per_call(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    server = Server(make_settings(tmp_path, access_log=True))
+    server = Daemon(make_settings(tmp_path, access_log=True))
     await server.start()
     try:
         async with httpx.AsyncClient(
@@ -148,7 +148,7 @@ async def test_access_log_line_per_call(tmp_path: Path, caplog: pytest.LogCaptur
 
 
 async def test_access_log_is_debug_by_default(
-    server: Server, client: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
+    server: Daemon, client: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG, logger="sandboxd.access")
     await client.get("/v1/sandboxes/ghost")

@@ -11,8 +11,8 @@ import httpx
 import pytest
 from openapi_spec_validator import validate
 
-from sandboxd.grpc.server import Server
-from sandboxd.tool_contract import TOOL_NAMES, input_schema
+from sandboxd.contract.tools import TOOL_NAMES, input_schema
+from sandboxd.daemon.assembly import Daemon
 from tests.http.conftest import ADMIN, base_url
 
 pytestmark = [pytest.mark.inproc, pytest.mark.anyio]
@@ -22,6 +22,7 @@ OPERATIONS = {
     ("get", "/v1/sandboxes"),
     ("get", "/v1/sandboxes/{instance_id}"),
     ("delete", "/v1/sandboxes/{instance_id}"),
+    ("post", "/v1/sandboxes/{instance_id}/extend"),
     ("get", "/v1/status"),
     ("get", "/v1/tools"),
     *(("post", f"/v1/sandboxes/{{instance_id}}/tools/{name}") for name in TOOL_NAMES),
@@ -45,6 +46,8 @@ OPERATIONS = {
     ("post", "/v1/sandboxes/{instance_id}/processes/{handle}/resize"),
     ("post", "/v1/sandboxes/{instance_id}/processes/{handle}/signal"),
     ("get", "/v1/sandboxes/{instance_id}/processes/{handle}/output"),
+    ("get", "/v1/sandboxes/{instance_id}/ports"),
+    ("post", "/v1/sandboxes/{instance_id}/previews"),
     ("get", "/healthz"),
     ("get", "/readyz"),
     ("get", "/metrics"),
@@ -113,7 +116,7 @@ def _schemathesis() -> str:
 
 @pytest.mark.timeout(280)
 async def test_schemathesis_finds_no_server_error(
-    server: Server, client: httpx.AsyncClient, tmp_path: Path
+    server: Daemon, client: httpx.AsyncClient, tmp_path: Path
 ) -> None:
     # The schema's example id, so generated calls also reach a real workspace.
     await client.post("/v1/sandboxes", json={"instance_id": "agent-1"})
@@ -140,7 +143,7 @@ async def test_schemathesis_finds_no_server_error(
     out, _ = await process.communicate()
     text = out.decode(errors="replace")
     assert process.returncode == 0, text[-6000:]
-    assert "Selected: 20/37" in text, text[-3000:]
+    assert "Selected: 23/40" in text, text[-3000:]
     assert " passed" in text
     # The daemon is still whole after the fuzzing.
     assert (await client.get("/readyz")).status_code == 200

@@ -10,16 +10,16 @@ import httpx
 import pytest
 
 from runtime_client import GrpcSandboxFactory
-from sandboxd.errors import InvalidArgument, SandboxUnavailable
-from sandboxd.grpc.server import Server
-from sandboxd.http.server import parse_address
+from sandboxd.contract.errors import InvalidArgument, SandboxUnavailable
+from sandboxd.daemon.assembly import Daemon
+from sandboxd.transports.http.server import parse_address
 from tests.http.conftest import ADMIN, base_url, make_settings
 
 pytestmark = [pytest.mark.inproc, pytest.mark.anyio]
 
 
 async def test_draining_is_not_ready_and_refuses_new_calls(tmp_path: Path) -> None:
-    server = Server(make_settings(tmp_path))
+    server = Daemon(make_settings(tmp_path))
     await server.start()
     url = base_url(server)
     async with (
@@ -63,7 +63,7 @@ async def test_a_taken_port_fails_start_cleanly(tmp_path: Path) -> None:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        server = Server(make_settings(tmp_path, http=f"127.0.0.1:{port}"))
+        server = Daemon(make_settings(tmp_path, http=f"127.0.0.1:{port}"))
         with pytest.raises(SandboxUnavailable, match=f"cannot listen for HTTP on 127.0.0.1:{port}"):
             await server.start()
     await server.backend.close()

@@ -1,4 +1,5 @@
-"""Slow HTTP clients: head and body timeouts and the connection cap (sandboxd.http_guard).
+"""Slow HTTP clients: head and body timeouts and the connection cap
+(sandboxd.transports.http.guard).
 
 Raw TCP connections play the slow clients against the real daemon; the
 timeouts are set small so the tests are quick, and every check is "answered
@@ -18,7 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from sandboxd.grpc.server import Server
+from sandboxd.daemon.assembly import Daemon
 from tests.http.conftest import ADMIN, make_settings
 
 pytestmark = [pytest.mark.inproc, pytest.mark.anyio]
@@ -31,13 +32,13 @@ MiB = 1 << 20
 
 
 @contextlib.asynccontextmanager
-async def _daemon(tmp_path: Path, **overrides: object) -> AsyncIterator[Server]:
+async def _daemon(tmp_path: Path, **overrides: object) -> AsyncIterator[Daemon]:
     values: dict[str, object] = {
         "http_header_timeout_s": HEAD_S,
         "http_body_idle_timeout_s": BODY_IDLE_S,
     }
     values.update(overrides)
-    server = Server(make_settings(tmp_path, **values))
+    server = Daemon(make_settings(tmp_path, **values))
     await server.start()
     try:
         yield server
@@ -46,7 +47,7 @@ async def _daemon(tmp_path: Path, **overrides: object) -> AsyncIterator[Server]:
 
 
 @pytest.fixture
-async def daemon(tmp_path: Path) -> AsyncIterator[Server]:
+async def daemon(tmp_path: Path) -> AsyncIterator[Daemon]:
     async with _daemon(tmp_path) as server:
         yield server
 
@@ -58,7 +59,7 @@ class Raw:
         self.reader, self.writer = reader, writer
 
     @classmethod
-    async def open(cls, server: Server) -> Raw:
+    async def open(cls, server: Daemon) -> Raw:
         reader, writer = await asyncio.open_connection("127.0.0.1", server.http_port)
         return cls(reader, writer)
 
@@ -98,7 +99,7 @@ def _get(path: str, *, extra: str = "") -> bytes:
     ).encode()
 
 
-async def _healthy(server: Server) -> None:
+async def _healthy(server: Daemon) -> None:
     async with httpx.AsyncClient(
         base_url=f"http://127.0.0.1:{server.http_port}", timeout=BOUND_S
     ) as client:
@@ -107,7 +108,7 @@ async def _healthy(server: Server) -> None:
 
 
 async def test_a_dripping_head_gets_408_and_is_closed_while_others_are_served(
-    daemon: Server,
+    daemon: Daemon,
 ) -> None:
     drip = await Raw.open(daemon)
     await drip.send(b"GET /v1/status HTTP/1.1\r\nHost: x\r\n")
@@ -132,13 +133,13 @@ async def test_a_dripping_head_gets_408_and_is_closed_while_others_are_served(
     await _healthy(daemon)
 
 
-async def test_a_silent_connection_is_closed_without_a_response(daemon: Server) -> None:
+async def test_a_silent_connection_is_closed_without_a_response(daemon: Daemon) -> None:
     silent = await Raw.open(daemon)
     assert await silent.closed()  # plain uvicorn keeps it for ever
     silent.close()
 
 
-async def test_keep_alive_requests_each_get_a_fresh_head_deadline(daemon: Server) -> None:
+async def test_keep_alive_requests_each_get_a_fresh_head_deadline(daemon: Daemon) -> None:
     conn = await Raw.open(daemon)
     # More requests, spaced, than fit in one head timeout: the deadline restarts each time.
     for _ in range(5):
@@ -154,7 +155,7 @@ async def test_keep_alive_requests_each_get_a_fresh_head_deadline(daemon: Server
     conn.close()
 
 
-async def test_a_stalled_json_body_gets_408_and_closure(daemon: Server) -> None:
+async def test_a_stalled_json_body_gets_408_and_closure(daemon: Daemon) -> None:
     conn = await Raw.open(daemon)
     await conn.send(
         b"POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\n"
@@ -171,7 +172,7 @@ async def test_a_stalled_json_body_gets_408_and_closure(daemon: Server) -> None:
 
 
 async def test_a_stalled_streamed_upload_gets_408_and_leaves_no_file(
-    daemon: Server, caplog: pytest.LogCaptureFixture
+    daemon: Daemon, caplog: pytest.LogCaptureFixture
 ) -> None:
     async with httpx.AsyncClient(
         base_url=f"http://127.0.0.1:{daemon.http_port}",
@@ -197,7 +198,7 @@ async def test_a_stalled_streamed_upload_gets_408_and_leaves_no_file(
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
 
 
-async def test_a_slow_body_that_keeps_flowing_is_not_cut(daemon: Server) -> None:
+async def test_a_slow_body_that_keeps_flowing_is_not_cut(daemon: Daemon) -> None:
     conn = await Raw.open(daemon)
     pieces = 12  # sent over 3 x the idle timeout, never pausing as long as it
     payload = json.dumps({"instance_id": "slow-body", "options": {"labels": {"k": "v" * 48}}})
@@ -216,7 +217,7 @@ async def test_a_slow_body_that_keeps_flowing_is_not_cut(daemon: Server) -> None
     conn.close()
 
 
-async def test_a_large_streamed_upload_is_not_cut_by_the_body_timeout(daemon: Server) -> None:
+async def test_a_large_streamed_upload_is_not_cut_by_the_body_timeout(daemon: Daemon) -> None:
     # Hundreds of MiB while the daemon writes them into the sandbox: reading pauses
     # whenever the service is behind, and that time is not the client's idle time.
     size, chunk = 256 * MiB, MiB

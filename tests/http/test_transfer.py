@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from sandboxd.models import FORK_METHODS
+from sandboxd.contract.models import FORK_METHODS
 
 pytestmark = [pytest.mark.inproc, pytest.mark.anyio]
 

@@ -197,14 +197,13 @@ def test_the_scripted_example_runs_on_a_local_folder(tmp_path: Path) -> None:
     assert out.endswith("stop: terminated after 5 turns\n")
     # The workspace was deleted (the backend's own state folder is hidden).
     assert [p.name for p in tmp_path.iterdir() if not p.name.startswith(".")] == []
-    # The README shows this very output.
-    assert f"```\n{out}```\n" in (ROOT / "README.md").read_text()
+    # The agent runtime's guide shows this very output.
+    assert f"```\n{out}```\n" in (ROOT / "docs" / "agent-runtime.md").read_text()
 
 
-def test_the_readme_quotes_the_example_as_it_is() -> None:
-    readme = (ROOT / "README.md").read_text()
+def test_the_guide_quotes_the_example_as_it_is() -> None:
+    section = (ROOT / "docs" / "agent-runtime.md").read_text()
     example = (ROOT / "examples" / "scripted_agent.py").read_text()
-    section = readme[readme.index("## Agent runtime") :]
     start = section.index("```python\n") + len("```python\n")
     quoted = section[start : section.index("```", start)]
     assert quoted.strip() in example

@@ -10,7 +10,7 @@ from runtime_client import LocalSandboxFactory, ResourceExhausted
 
 pytestmark = pytest.mark.anyio
 
-DEFAULT_PAYLOAD = 16 << 20  # sandboxd.config.Settings.max_payload_bytes
+DEFAULT_PAYLOAD = 16 << 20  # sandboxd.daemon.settings.Settings.max_payload_bytes
 
 
 async def test_sandboxd_variables_do_not_reach_the_local_factory(
@@ -38,7 +38,7 @@ async def test_limits_are_plain_arguments(tmp_path: Path) -> None:
 
 def test_daemon_settings_still_read_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     # The same variable does configure the daemon: the factory's ignoring it is deliberate.
-    from sandboxd.config import Settings
+    from sandboxd.daemon.settings import Settings
 
     monkeypatch.setenv("SANDBOXD_MAX_PAYLOAD_BYTES", "2048")
     assert Settings().max_payload_bytes == 2048

@@ -1,4 +1,4 @@
-"""The README's benchmark block is the rendering of the results file it names."""
+"""bench/README.md's benchmark block is the rendering of the results file it names."""
 
 from __future__ import annotations
 
@@ -11,13 +11,27 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_readme_quotes_one_committed_run_exactly() -> None:
-    found = markdown.block_in((ROOT / "README.md").read_text())
-    assert found is not None, "README.md has no generated bench block"
+    found = markdown.block_in((ROOT / "bench" / "README.md").read_text())
+    assert found is not None, "bench/README.md has no generated bench block"
     path, written = found
     results = json.loads((ROOT / path).read_text())
     assert written == markdown.render(results, path), (
-        f"README's bench block differs from {path}; regenerate it with "
+        f"bench/README.md's bench block differs from {path}; regenerate it with "
         f"python -m bench.markdown {path}"
+    )
+
+
+def test_the_readmes_summary_is_the_same_run() -> None:
+    full = markdown.block_in((ROOT / "bench" / "README.md").read_text())
+    found = markdown.block_in(
+        (ROOT / "README.md").read_text(), markdown.SUMMARY_BEGIN, markdown.SUMMARY_END
+    )
+    assert full is not None and found is not None, "README.md has no generated bench summary"
+    path, written = found
+    assert path == full[0], "README.md and bench/README.md quote different runs"
+    assert written == markdown.summary(json.loads((ROOT / path).read_text()), path), (
+        f"README's bench summary differs from {path}; regenerate it with "
+        f"python -m bench.markdown {path} --write"
     )
 
 

@@ -7,6 +7,7 @@ import hashlib
 import importlib.util
 import json
 import marshal
+import os
 import subprocess
 import sys
 import zlib
@@ -15,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from sandboxd.contract.extras import SERVER_PYTHON
 from sandboxd.executor import bundle, wire
 
 pytestmark = pytest.mark.unit
@@ -54,9 +56,11 @@ def test_bootstrapped_executor_serves_requests_and_survives_garbage(tmp_path: Pa
 
 def test_bundle_id_is_stable_and_covers_the_executor() -> None:
     assert bundle.bundle_id() == bundle.bundle_id()
-    blob = bundle.bundle_payload().split(b"\n", 1)[1]
+    blob = bundle.bundle_blob()
     modules = json.loads(blob)
-    assert {"sandboxd.errors", "sandboxd.executor.main", "sandboxd.executor.files"} <= set(modules)
+    assert {"sandboxd.contract.errors", "sandboxd.executor.main", "sandboxd.executor.files"} <= set(
+        modules
+    )
 
 
 # The loader of the bootstrap the first round shipped (no bytecode): the
@@ -98,7 +102,7 @@ def _hello(command: list[str], blob: bytes, cwd: Path) -> dict[str, object]:
 
 
 def _blob(*, bytecode: bool = True) -> bytes:
-    return bundle.bundle_payload(bytecode=bytecode).split(b"\n", 1)[1]
+    return bundle.bundle_blob(bytecode=bytecode)
 
 
 def test_an_interpreter_of_the_same_magic_runs_the_shipped_bytecode(tmp_path: Path) -> None:
@@ -201,3 +205,147 @@ def test_what_a_daemon_left_in_stdin_before_the_bundle_is_skipped(tmp_path: Path
     replies = [json.loads(line) for line in done.stdout.splitlines()]
     assert [r["id"] for r in replies] == [2]  # the stale hello is not answered
     assert replies[0]["ok"]["bundle"] == bundle.bundle_id()
+
+
+#: A "bundle" whose executor only says who runs it on stderr, then exits 3:
+#: what a client could upload (a raw payload goes into stdin as it is) while
+#: the executor had stopped reading, for the next start to find first.
+_FORGED = json.dumps(
+    {
+        "sandboxd": [True, ""],
+        "sandboxd.executor": [True, ""],
+        "sandboxd.executor.main": [
+            False,
+            "import os, sys\nsys.stderr.write('FORGED BUNDLE RAN\\n')\nos._exit(3)\n",
+        ],
+    }
+).encode()
+_STALE_UPLOAD = (
+    wire.frame({"id": 9, "op": "upload_chunk"}, "args", {"data": b"x"})[0]
+    + b"\n"
+    + str(len(_FORGED)).encode()
+    + b"\n"
+    + _FORGED
+    + b"\nsandboxd-bundle 00000000000000000000000000000000 5 x\nhello"
+    + wire.RAW_END
+)
+
+
+def _start_with_nonce(command: list[str], stale: bytes, cwd: Path) -> subprocess.Popen[bytes]:
+    """A nonce bootstrap with ``stale`` already in its stdin: read its nonce,
+    then send the bundle with it, then a hello."""
+    proc = subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(stale)
+    proc.stdin.flush()
+    said = json.loads(proc.stdout.readline())
+    proc.stdin.write(bundle.bundle_payload(nonce=said["nonce"]))
+    proc.stdin.write(wire.encode({"id": 2, "op": "hello", "args": {}}))
+    proc.stdin.close()
+    return proc
+
+
+def test_a_forged_bundle_left_in_stdin_is_never_run(tmp_path: Path) -> None:
+    """Issue 23 item 15. The old rule (the first all-digit line is the
+    length) ran it; with a nonce only this start's bundle is taken."""
+    old = subprocess.run(
+        bundle.bootstrap_command(sys.executable),
+        input=_STALE_UPLOAD + bundle.bundle_payload(),
+        capture_output=True,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert old.returncode == 3 and b"FORGED BUNDLE RAN" in old.stderr
+    command = bundle.bootstrap_command(sys.executable, nonce=True)
+    assert bundle.takes_nonce(command) and not bundle.takes_nonce(bundle.bootstrap_command())
+    proc = _start_with_nonce(command, _STALE_UPLOAD, tmp_path)
+    assert proc.stdout is not None and proc.stderr is not None
+    out, err = proc.stdout.read(), proc.stderr.read()
+    assert proc.wait(timeout=60) == 0 and b"FORGED" not in err, err
+    replies = [json.loads(line) for line in out.splitlines()]
+    assert [r["id"] for r in replies] == [2]
+    assert replies[0]["ok"]["bundle"] == bundle.bundle_id()
+
+
+def test_a_bundle_mixed_with_stale_bytes_is_refused(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        bundle.bootstrap_command(sys.executable, nonce=True),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=tmp_path,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    said = json.loads(proc.stdout.readline())
+    payload = bundle.bundle_payload(nonce=said["nonce"])
+    middle = len(payload) // 2
+    # The engine copying old bytes in while the bundle goes in: same length, other bytes.
+    mixed = payload[:middle] + b"\n" * 64 + payload[middle + 64 :]
+    _, err = proc.communicate(mixed, timeout=60)
+    assert proc.returncode == 70 and b"cut or mixed" in err, err
+
+
+def _other_pythons() -> list[Path]:
+    """This machine's other CPythons a daemon runs on (pyenv) whose bytecode
+    magic is not ours."""
+    root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
+    found = []
+    for python in sorted((root / "versions").glob("3.*/bin/python")):
+        minor = tuple(int(part) for part in python.parts[-3].split(".")[:2])
+        if minor < SERVER_PYTHON:
+            continue
+        magic = subprocess.run(
+            [str(python), "-I", "-c", "import importlib.util as u; print(u.MAGIC_NUMBER.hex())"],
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+        if magic and magic != importlib.util.MAGIC_NUMBER.hex():
+            found.append(python)
+    return found
+
+
+OTHER_PYTHONS = _other_pythons()
+
+
+@pytest.mark.skipif(not OTHER_PYTHONS, reason="no other CPython here (pyenv)")
+@pytest.mark.parametrize("daemon_python", OTHER_PYTHONS, ids=lambda p: p.parts[-3])
+def test_a_bundle_from_a_daemon_on_another_python_is_compiled_here(
+    daemon_python: Path, tmp_path: Path
+) -> None:
+    # A daemon on 3.12 or 3.13 feeding a container whose python3 is 3.11 (and
+    # the other way round): its bundle, made by that interpreter, carries
+    # bytecode this one cannot load, so the executor compiles the sources and
+    # works the same.
+    made = subprocess.run(
+        [str(daemon_python), "-I", "-c", MAKE_BUNDLE, str(Path(bundle.__file__).parents[2])],
+        capture_output=True,
+        check=True,
+    ).stdout
+    blob = made.lstrip(b"\n").split(b"\n", 1)[1]
+    theirs = json.loads(blob)[bundle.BYTECODE_KEY][0]
+    assert theirs != importlib.util.MAGIC_NUMBER.hex()
+    hello = _hello(bundle.bootstrap_command(sys.executable), blob, tmp_path)
+    assert hello["bytecode"] == "compiled"
+    assert hello["bundle"] == hashlib.sha256(blob).hexdigest()[:16]
+    done = subprocess.run(
+        bundle.bootstrap_command(sys.executable),
+        input=made
+        + wire.encode(
+            {"id": 1, "op": "tool", "args": {"name": "bash", "args": {"command": "echo hi"}}}
+        ),
+        capture_output=True,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    reply = json.loads(done.stdout.splitlines()[0])
+    assert reply["ok"]["text"].startswith("hi\n"), reply
+
+
+MAKE_BUNDLE = """\
+import sys
+sys.path.insert(0, sys.argv[1])
+from sandboxd.executor import bundle
+sys.stdout.buffer.write(bundle.bundle_payload())
+"""

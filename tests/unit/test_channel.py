@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from sandboxd.backends.channel import MAX_BAD_FRAMES, STREAM_BUFFER, ExecutorChannel
-from sandboxd.errors import NotFound, SandboxUnavailable, Timeout
+from sandboxd.backends.shared.channel import MAX_BAD_FRAMES, STREAM_BUFFER, ExecutorChannel
+from sandboxd.contract.errors import NotFound, SandboxUnavailable, Timeout
 from sandboxd.executor import wire
 
 pytestmark = [pytest.mark.unit, pytest.mark.anyio]
@@ -321,5 +321,19 @@ async def test_a_reattached_channel_skips_the_tail_of_a_torn_raw_frame() -> None
     peer.reply(bytes(range(256)) * 1000 + wire.RAW_END)
     peer.reply(wire.encode({"id": peer.sent[0]["id"], "ok": {"protocol": 2}}))
     assert await asyncio.wait_for(call, 5) == {"protocol": 2}
+    assert not channel.closed
+    await channel.close()
+
+
+async def test_the_nonce_of_a_start_is_taken_once_and_only_in_its_shape() -> None:
+    """executor.bundle's nonce, echoed into the container's stdin in the
+    bundle's header: nothing but 32 hex digits, and the first one only."""
+    peer = Peer()
+    channel = ExecutorChannel(peer, peer, name="t", max_line=1 << 20)
+    peer.reply(wire.encode({"nonce": "0123\nsandboxd-bundle"}))
+    assert await channel.nonce(0.1) is None
+    peer.reply(wire.encode({"nonce": "ab" * 16}) + wire.encode({"nonce": "cd" * 16}))
+    assert await channel.nonce(1) == "ab" * 16
+    assert await channel.nonce(0.1) == "ab" * 16
     assert not channel.closed
     await channel.close()

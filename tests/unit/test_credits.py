@@ -52,7 +52,7 @@ def test_grants_are_capped() -> None:
 
 def test_attachments_are_limited(tmp_path: object, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each attached client holds an executor thread: past the limit, a clear error."""
-    from sandboxd.errors import ResourceExhausted
+    from sandboxd.contract.errors import ResourceExhausted
     from sandboxd.executor import processes
 
     monkeypatch.setattr(processes, "MAX_ATTACHED", 1)

@@ -1,4 +1,4 @@
-"""The daemon's checks before it uses an executor's socket (backends.docker_direct).
+"""The daemon's checks before it uses an executor's socket (backends.docker.direct).
 
 A fake procfs root stands in for ``/proc``: ``<proc>/<pid>/root/run/sandboxd/
 <dir>/s`` is whatever the test plants there (a real socket, a symlink, a
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from sandboxd.backends.docker_direct import DirectUnavailable, check_path, connect, executor_gone
+from sandboxd.backends.docker.direct import DirectUnavailable, check_path, connect, executor_gone
 
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (listener uids)")
 

@@ -6,8 +6,8 @@ import grpc
 import pytest
 
 from runtime_client._status import error_from_rpc
-from sandboxd import errors
-from sandboxd.grpc.status import status_code
+from sandboxd.contract import errors
+from sandboxd.transports.grpc.status import status_code
 
 pytestmark = pytest.mark.unit
 

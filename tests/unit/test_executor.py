@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sandboxd.errors import (
+from sandboxd.contract.errors import (
     AlreadyExists,
     Conflict,
     InvalidArgument,

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from sandboxd.http.routes.transfer import ForkSandboxResponse
-from sandboxd.models import FORK_METHODS
+from sandboxd.contract.models import FORK_METHODS
+from sandboxd.transports.http.routes.transfer import ForkSandboxResponse
 
 pytestmark = [pytest.mark.unit]
 
@@ -29,7 +29,10 @@ def test_the_http_schema_lists_the_methods() -> None:
 
 
 def test_the_backends_report_only_known_methods() -> None:
-    sources = [ROOT / "sandboxd/backends/clone.py", ROOT / "sandboxd/backends/disk.py"]
+    sources = [
+        ROOT / "sandboxd/backends/shared/clone.py",
+        ROOT / "sandboxd/backends/docker/disk.py",
+    ]
     reported = {
         m
         for path in sources

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from sandboxd import cli
-from sandboxd.config import Settings
-from sandboxd.connection_limits import DEFAULT_LIMITS, ConnectionLimits
+from sandboxd.daemon.settings import Settings
+from sandboxd.transports.http.connection_limits import DEFAULT_LIMITS, ConnectionLimits
 
 pytestmark = pytest.mark.unit
 

@@ -1,4 +1,4 @@
-"""One field list per shape: the models (sandboxd.models) against the proto's
+"""One field list per shape: the models (sandboxd.contract.models) against the proto's
 descriptors and the HTTP API's JSON schemas. A field added on one side only
 fails here; each shape also survives a round trip through convert.py."""
 
@@ -10,11 +10,10 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from sandboxd import models
+from sandboxd.contract import convert, models
+from sandboxd.contract.v1 import sandbox_pb2 as pb
 from sandboxd.executor.wire import BASE64_SUFFIX
-from sandboxd.grpc import convert
-from sandboxd.http import schemas
-from sandboxd.v1 import sandbox_pb2 as pb
+from sandboxd.transports.http import schemas
 
 # model, message, {model field: proto field} where the names differ, proto-only fields.
 PROTO_PAIRS: list[tuple[type, Any, dict[str, str], set[str]]] = [
@@ -33,14 +32,19 @@ PROTO_PAIRS: list[tuple[type, Any, dict[str, str], set[str]]] = [
     (models.ToolDescription, pb.ToolDescription, {"input_schema": "input_schema_json"}, set()),
     (models.DownloadDone, pb.DownloadDone, {}, set()),
     (models.TreeUploadResult, pb.UploadTreeResponse, {}, set()),
+    (models.SkippedLink, pb.SkippedLink, {}, set()),
     (models.TreeDownloadDone, pb.DownloadTreeDone, {}, set()),
     (models.ForkResult, pb.ForkSandboxResponse, {}, set()),
     (models.RuntimeInfo, pb.RuntimeInfo, {}, set()),
     (models.DiskLimit, pb.DiskLimit, {}, set()),
+    (models.TenantUsage, pb.TenantUsage, {}, set()),
+    (models.QuotaUse, pb.QuotaUse, {}, set()),
     (models.ProcessRequest, pb.StartProcessRequest, {}, {"instance_id"}),
     (models.ProcessInfo, pb.ProcessInfo, {}, set()),
     (models.ProcessChunk, pb.ProcessChunk, {}, set()),
     (models.ProcessExit, pb.ProcessExit, {}, set()),
+    (models.ListeningPort, pb.ListeningPort, {}, set()),
+    (models.Preview, pb.CreatePreviewResponse, {}, set()),
 ]
 #: Models with no message of their own: ExecOutput is ExecStreamResponse's stdout/stderr oneof.
 NO_MESSAGE = {models.ExecOutput}
@@ -85,11 +89,22 @@ OPTIONS = models.SandboxOptions(
     labels={"team": "a"},
     idle_ttl_seconds=60,
     disable_read_guard=True,
+    allow_ptrace=True,
+    max_lifetime_seconds=3600,
+    delete_after_stopped_seconds=600,
+    disk_bytes=1 << 30,
 )
 ROUND_TRIPS: list[tuple[object, Any, Any]] = [
     (OPTIONS, convert.options_to_pb, convert.options_from_pb),
     (
-        models.SandboxInfo("i-1", "running", "c1", "v1", OPTIONS, 123),
+        models.TreeUploadResult(
+            1, 2, 3, 4, (models.SkippedLink("docs", "/", "it points to an absolute path"),), 7
+        ),
+        convert.tree_upload_to_pb,
+        convert.tree_upload_from_pb,
+    ),
+    (
+        models.SandboxInfo("i-1", "stopped", "c1", "v1", OPTIONS, 123, 456, "idle"),
         convert.info_to_pb,
         convert.info_from_pb,
     ),
@@ -120,7 +135,12 @@ ROUND_TRIPS: list[tuple[object, Any, Any]] = [
     ),
     (
         models.ServerStatus(
-            "1", "local", "ns", models.PoolStatus(1, 2, 3, 4), disk=models.DiskLimit(True, 5, "")
+            "1",
+            "local",
+            "ns",
+            models.PoolStatus(1, 2, 3, 4),
+            disk=models.DiskLimit(True, 5, ""),
+            tenants=(models.TenantUsage("acme", (models.QuotaUse("cpus", 1.5, 4.0),)),),
         ),
         convert.status_to_pb,
         convert.status_from_pb,
@@ -165,6 +185,8 @@ HTTP_PAIRS: list[tuple[type, type[BaseModel], set[str]]] = [
     (models.PoolStatus, schemas.PoolStatus, set()),
     (models.ServerStatus, schemas.ServerStatus, set()),
     (models.DiskLimit, schemas.DiskLimit, set()),
+    (models.TenantUsage, schemas.TenantUsage, set()),
+    (models.QuotaUse, schemas.QuotaUse, set()),
     (models.SandboxToolResult, schemas.ToolCallResponse, set()),
     (models.ToolDescription, schemas.ToolDescription, set()),
 ]

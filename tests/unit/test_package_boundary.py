@@ -1,6 +1,6 @@
-"""The package boundary, checked in fresh interpreters: the contract layer and
-the client load nothing but the standard library, grpcio and protobuf; the
-executor bundle loads nothing but the standard library."""
+"""The package boundary, checked in fresh interpreters: the contract package
+(every module of it) and the client load nothing but the standard library,
+grpcio and protobuf; the executor bundle loads nothing but the standard library."""
 
 from __future__ import annotations
 
@@ -11,10 +11,33 @@ from pathlib import Path
 
 import pytest
 
-from sandboxd.contract import CONTRACT_DEPENDENCIES, CONTRACT_MODULES
+import sandboxd.contract
 from sandboxd.executor import bundle
 
-# What a client imports: each must stay inside the contract layer.
+CONTRACT = Path(sandboxd.contract.__file__).parent
+
+
+def _contract_modules() -> list[str]:
+    """Every module of the contract package, found on disk (v1 is a namespace package)."""
+    modules = ["sandboxd", "sandboxd.contract"]
+    for path in sorted(CONTRACT.rglob("*.py")):
+        parts = path.relative_to(CONTRACT).with_suffix("").parts
+        if parts[-1] == "__init__":
+            continue
+        modules.append(".".join(("sandboxd", "contract", *parts)))
+    modules += sorted(
+        ".".join(("sandboxd", "contract", *d.relative_to(CONTRACT).parts))
+        for d in CONTRACT.rglob("*")
+        if d.is_dir() and d.name != "__pycache__"
+    )
+    return modules
+
+
+CONTRACT_MODULES = _contract_modules()
+# Top-level distributions' modules the contract may load besides the standard library.
+CONTRACT_DEPENDENCIES = ("grpc", "google")
+
+# What a client imports: each must stay inside the contract package.
 CLIENT_IMPORTS = [
     *(f"import {module}" for module in CONTRACT_MODULES),
     "import runtime_client",
@@ -31,6 +54,7 @@ CLIENT_MODULES = {
     "runtime_client.errors",
     "runtime_client.factories",
     "runtime_client.grpc_transport",
+    "runtime_client.ports",
     "runtime_client.processes",
     "runtime_client.sandbox",
     "runtime_client.schema",
@@ -62,14 +86,23 @@ def _loaded_by(statement: str) -> list[str]:
 
 
 def _outside_contract(modules: list[str]) -> list[str]:
-    allowed = set(CONTRACT_MODULES) | CLIENT_MODULES
     return [
         name
         for name in modules
         if name.split(".")[0] not in sys.stdlib_module_names
         and name.split(".")[0] not in CONTRACT_DEPENDENCIES
-        and name not in allowed
+        and name != "sandboxd"
+        and name != "sandboxd.contract"
+        and not name.startswith("sandboxd.contract.")
+        and name not in CLIENT_MODULES
     ]
+
+
+def test_the_contract_modules_are_found() -> None:
+    # The list above is the package's own files, so a new module is checked too.
+    assert {"sandboxd.contract.models", "sandboxd.contract.v1.sandbox_pb2_grpc"} <= set(
+        CONTRACT_MODULES
+    )
 
 
 @pytest.mark.parametrize("statement", CLIENT_IMPORTS)
@@ -115,7 +148,7 @@ def test_executor_bundle_imports_only_the_standard_library() -> None:
     # the bundle is imported, then nothing loaded may be outside the stdlib.
     # The sources only: the bytecode the bootstrap may load instead is
     # compiled from the same sources (tests/unit/test_bundle.py).
-    blob = bundle.bundle_payload(bytecode=False).split(b"\n", 1)[1]
+    blob = bundle.bundle_blob(bytecode=False)
     proc = subprocess.run(
         [sys.executable, "-I", "-S", "-c", _BUNDLE_PROBE],
         input=blob,
@@ -148,13 +181,13 @@ def test_bundle_probe_fails_on_a_third_party_import() -> None:
 
 
 def test_a_local_daemon_without_http_loads_neither_docker_nor_fastapi(tmp_path: Path) -> None:
-    # sandboxd.daemon imports each backend and the HTTP app only when chosen.
+    # sandboxd.daemon.assembly imports each backend and the HTTP app only when chosen.
     statement = (
-        "from sandboxd.config import Settings\n"
-        "from sandboxd.daemon import Daemon\n"
+        "from sandboxd.daemon.settings import Settings\n"
+        "from sandboxd.daemon.assembly import Daemon\n"
         f"Daemon(Settings.from_arguments(backend='local', local_root={str(tmp_path)!r}, "
         f"socket={str(tmp_path / 's.sock')!r}))\n"
     )
     loaded = _loaded_by(statement)
-    assert "sandboxd.backends.local" in loaded
+    assert "sandboxd.backends.local.backend" in loaded
     assert [m for m in loaded if m.split(".")[0] in ("docker", "fastapi", "uvicorn")] == []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import runtime_client
-from sandboxd import errors
+from sandboxd.contract import errors
 
 pytestmark = pytest.mark.unit
 

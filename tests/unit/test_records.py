@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from sandboxd.errors import InvalidArgument
+from sandboxd.contract.errors import InvalidArgument
 from sandboxd.executor.records import CallRecords
 
 pytestmark = pytest.mark.unit

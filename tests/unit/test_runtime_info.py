@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from sandboxd.backends import runtimes
-from sandboxd.grpc import convert
-from sandboxd.http.schemas import ServerStatus as HttpServerStatus
-from sandboxd.models import DiskLimit, PoolStatus, RuntimeInfo, ServerStatus
+from sandboxd.backends.docker import runtimes
+from sandboxd.contract import convert
+from sandboxd.contract.models import DiskLimit, PoolStatus, RuntimeInfo, ServerStatus
+from sandboxd.transports.http.schemas import ServerStatus as HttpServerStatus
 
 pytestmark = [pytest.mark.unit, pytest.mark.anyio]
 

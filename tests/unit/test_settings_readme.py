@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from sandboxd.config import Settings
+from sandboxd.daemon.settings import Settings
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 ROW = re.compile(r"^\| `(SANDBOXD_[A-Z0-9_]+)` \| ([^|]+) \|", re.MULTILINE)

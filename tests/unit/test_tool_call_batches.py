@@ -1,4 +1,4 @@
-"""What one ToolCalls message may carry (sandboxd.grpc.batch) and how the
+"""What one ToolCalls message may carry (sandboxd.contract.batch) and how the
 client fills it (runtime_client.tool_stream); the wire is in tests/grpc."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import pytest
 
 from runtime_client import Unauthenticated
 from runtime_client.tool_stream import ToolCallStream
-from sandboxd.grpc import batch
-from sandboxd.grpc.batch import BatchBudget, says_batches
-from sandboxd.v1 import sandbox_pb2 as pb
+from sandboxd.contract import batch
+from sandboxd.contract.batch import BatchBudget, says_batches
+from sandboxd.contract.v1 import sandbox_pb2 as pb
 
 pytestmark = [pytest.mark.unit]
 
@@ -121,9 +121,9 @@ async def test_headers_asked_after_the_end_do_not_hide_the_calls_status() -> Non
     await stream.close()
 
 
-def test_the_readme_states_the_batch_limits_the_code_has() -> None:
-    # The limits live in sandboxd.grpc.batch; the README repeats them for users.
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+def test_the_docs_state_the_batch_limits_the_code_has() -> None:
+    # The limits live in sandboxd.contract.batch; docs/design.md repeats them for users.
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "design.md").read_text()
     stated = (
         f"A batch holds at most {batch.MAX_BATCH_MESSAGES} messages and "
         f"{batch.MAX_BATCH_BYTES // 1024} KiB"

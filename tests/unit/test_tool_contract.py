@@ -1,4 +1,4 @@
-"""One tool contract: each executor tool's SPEC is the source; every derived
+"""One tool contract: each tool's spec (sandboxd.contract.tools) is the source; every derived
 form (JSON schemas, MCP list, HTTP routes, typed gRPC messages) must match it.
 
 A parameter added to or removed from one side only fails here.
@@ -16,12 +16,12 @@ from google.protobuf.descriptor import FieldDescriptor
 
 from runtime_client.sandbox_tools import DESCRIPTIONS, SANDBOX_TOOL_NAMES, SCHEMAS
 from runtime_client.schema import to_anthropic_tools, to_openai_chat_tools
-from sandboxd import tool_contract
-from sandboxd.executor.tools import SPECS, TOOL_NAMES, ToolSession
-from sandboxd.executor.tools.args import json_schema
-from sandboxd.grpc import convert
-from sandboxd.models import SandboxToolResult
-from sandboxd.v1 import sandbox_pb2 as pb
+from sandboxd.contract import convert
+from sandboxd.contract import tools as tool_contract
+from sandboxd.contract.models import SandboxToolResult
+from sandboxd.contract.tools import SPECS, TOOL_NAMES, json_schema
+from sandboxd.contract.v1 import sandbox_pb2 as pb
+from sandboxd.executor.tools import ToolSession
 
 _KINDS = {
     FieldDescriptor.TYPE_STRING: str,
@@ -86,7 +86,7 @@ def test_bounds_reach_the_schemas() -> None:
 
 def test_mcp_and_model_exports_carry_the_same_schemas() -> None:
     from runtime_client.sandbox_tools import sandbox_tools
-    from sandboxd.mcp_bridge import tool_list
+    from sandboxd.mcp.bridge import tool_list
 
     listed = {tool.name: (tool.description, tool.input_schema) for tool in tool_list()}
     assert listed == {name: (DESCRIPTIONS[name], SCHEMAS[name]) for name in TOOL_NAMES}
@@ -96,6 +96,24 @@ def test_mcp_and_model_exports_carry_the_same_schemas() -> None:
         t["function"]["name"]: t["function"]["parameters"] for t in to_openai_chat_tools(tools)
     }
     assert anthropic == openai == {name: SCHEMAS[name] for name in TOOL_NAMES}
+
+
+def test_mcp_annotations_are_the_specs() -> None:
+    from sandboxd.mcp.bridge import tool_list
+
+    hints = {tool.name: tool.annotations for tool in tool_list()}
+    for name in TOOL_NAMES:
+        hint = hints[name]
+        assert hint is not None
+        assert hint.read_only_hint is SPECS[name].read_only, name
+        assert hint.destructive_hint is (None if SPECS[name].read_only else True), name
+    # Decided here, once: which tools only look (a new tool, or a flag flipped, fails).
+    assert {name for name in TOOL_NAMES if SPECS[name].read_only} == {
+        "read",
+        "grep",
+        "glob",
+        "bash_output",
+    }
 
 
 # Tools with a typed RPC; the others (bash_output, kill_shell) are served by CallTool only.
@@ -190,7 +208,7 @@ def test_typed_responses_drop_no_field_a_tool_returns(
 
 def test_a_malformed_field_is_dropped_loudly(caplog: pytest.LogCaptureFixture) -> None:
     bad = SandboxToolResult("ok", False, {"exit_code": "not a number", "timed_out": True})
-    with caplog.at_level(logging.WARNING, logger="sandboxd.grpc.convert"):
+    with caplog.at_level(logging.WARNING, logger="sandboxd.contract.convert"):
         message = convert.tool_response_to_pb(pb.BashResponse, bad)
     assert message.timed_out is True
     assert not message.HasField("exit_code")

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from sandboxd.executor.tools.args import Param, ToolSpec, parse
+from sandboxd.contract.tools import Param, ToolSpec
+from sandboxd.executor.tools.args import parse
 from sandboxd.executor.tools.result import ToolError
 
 SPEC = ToolSpec(

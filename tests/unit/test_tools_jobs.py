@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from runtime_client.sandbox_tools import SCHEMAS
-from sandboxd.executor.tools import TOOL_NAMES, ToolSession
+from sandboxd.contract.tools import TOOL_NAMES
+from sandboxd.executor.tools import ToolSession
 from sandboxd.executor.tools import bash as bash_tool
 from sandboxd.executor.tools import jobs as jobs_tool
 

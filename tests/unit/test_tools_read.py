@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from sandboxd.errors import InvalidArgument
-from sandboxd.executor.tools import TOOL_NAMES, ToolSession
+from sandboxd.contract.errors import InvalidArgument
+from sandboxd.contract.tools import TOOL_NAMES
+from sandboxd.executor.tools import ToolSession
 from sandboxd.executor.tools import read as read_module
 from sandboxd.executor.tools import write as write_module
 

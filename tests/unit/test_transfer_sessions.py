@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sandboxd.errors import InvalidArgument, NotFound, ResourceExhausted
+from sandboxd.contract.errors import InvalidArgument, NotFound, ResourceExhausted
 from sandboxd.executor import transfer
 from sandboxd.executor.dispatch import Executor
 
@@ -91,3 +91,21 @@ def test_download_refuses_a_fifo_without_blocking(ex: Executor, tmp_path: Path) 
     with pytest.raises(InvalidArgument, match="not a regular file"):
         ex.handle("download_begin", {"session": "p", "path": "pipe"})
     done.set()
+
+
+def test_no_file_written_keeps_setuid_or_setgid(ex: Executor, tmp_path: Path) -> None:
+    """Upload, WriteFile and the write tool (issue 23, item 12); sticky stays."""
+    work = tmp_path / "w"
+    ex.handle("upload_begin", {"session": "u", "path": "up", "mode": 0o6755})
+    ex.handle("upload_chunk", {"session": "u", "offset": 0, "data": b"x"})
+    ex.handle("upload_commit", {"session": "u", "size": 1})
+    ex.handle("write_file", {"path": "wf", "data": b"x", "mode": 0o7755})
+    (work / "kept").write_bytes(b"old")
+    os.chmod(work / "kept", 0o6750)
+    ex.handle("write_file", {"path": "kept", "data": b"new"})
+    (work / "tool").write_bytes(b"old")
+    os.chmod(work / "tool", 0o4700)
+    ex.handle("tool", {"name": "read", "args": {"file_path": "tool"}})
+    ex.handle("tool", {"name": "write", "args": {"file_path": "tool", "content": "new"}})
+    modes = {name: os.stat(work / name).st_mode & 0o7777 for name in ("up", "wf", "kept", "tool")}
+    assert modes == {"up": 0o755, "wf": 0o1755, "kept": 0o750, "tool": 0o700}

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from sandboxd import validation
-from sandboxd.config import Settings
-from sandboxd.errors import AlreadyExists, InvalidArgument
-from sandboxd.models import Runtime, SandboxOptions
-from sandboxd.options import check_same, effective
+from sandboxd.backends.shared.options import check_same, effective
+from sandboxd.contract import validation
+from sandboxd.contract.errors import AlreadyExists, InvalidArgument
+from sandboxd.contract.models import Runtime, SandboxOptions
+from sandboxd.daemon.settings import Settings
 
 pytestmark = pytest.mark.unit
 
@@ -50,7 +50,7 @@ def test_defaults_are_filled_from_settings() -> None:
     [
         (SandboxOptions(memory_bytes=1000), "memory_bytes must be at least"),
         (SandboxOptions(memory_bytes=-1), "memory_bytes must be at least"),
-        (SandboxOptions(cpus=-1), "cpus must not be negative"),
+        (SandboxOptions(cpus=-1), "cpus must be a finite number, not negative"),
         (SandboxOptions(pids_limit=3), "pids_limit must be at least 16"),
         (SandboxOptions(workdir="/etc"), "workdir must be /workspace"),
         (SandboxOptions(workdir="/workspace/../etc"), "workdir must be /workspace"),
@@ -88,7 +88,8 @@ def test_same_id_with_different_options_names_the_fields() -> None:
 def test_a_disk_too_small_for_ext4_is_refused_at_configuration(size: int) -> None:
     from pydantic import ValidationError
 
-    from sandboxd.config import DEFAULT_DISK_BYTES, Settings
+    from sandboxd.backends.shared.settings import DEFAULT_DISK_BYTES
+    from sandboxd.daemon.settings import Settings
 
     with pytest.raises(ValidationError, match="disk_bytes must be 0"):
         Settings.from_arguments(disk_bytes=size)

@@ -7,7 +7,7 @@ import itertools
 
 import pytest
 
-from sandboxd.backends.docker_pool import WarmPool
+from sandboxd.backends.shared.pool import WarmPool
 
 pytestmark = [pytest.mark.unit, pytest.mark.anyio]
 
@@ -137,7 +137,7 @@ async def test_unusable_workspaces_are_discarded_not_served() -> None:
 async def test_a_failing_engine_is_retried_after_a_delay_not_in_a_loop(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("sandboxd.backends.docker_pool.RETRY_DELAY_S", 0.2)
+    monkeypatch.setattr("sandboxd.backends.shared.pool.RETRY_DELAY_S", 0.2)
     engine = FakeEngine(fail=True, start_s=0.0)
     calls = 0
     make = engine.make
@@ -174,3 +174,26 @@ async def test_a_zero_floor_is_off() -> None:
     await asyncio.sleep(0.05)
     assert engine.running == 0 and pool.made == 0
     await pool.close()
+
+
+async def test_close_discards_the_ready_ones_at_once() -> None:
+    # One by one, a full pool on a loaded engine outlasted a stop's grace.
+    engine = FakeEngine()
+    pool = _pool(engine, 4)
+    pool.start()
+    await _until(lambda: pool.ready == 4)
+    discarding = 0
+    most = 0
+
+    async def slow_discard(workspace: int) -> None:
+        nonlocal discarding, most
+        discarding += 1
+        most = max(most, discarding)
+        await asyncio.sleep(0.05)
+        discarding -= 1
+        engine.discarded.append(workspace)
+
+    pool._discard = slow_discard  # type: ignore[method-assign]
+    await pool.close()
+    assert sorted(engine.discarded) == [1, 2, 3, 4]
+    assert most == 4

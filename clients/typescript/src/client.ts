@@ -11,6 +11,7 @@ import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 
 import { abortError, mapError, NotFound, SandboxGone, SandboxUnavailable } from './errors.js';
+import { startForward, type ForwardOptions, type PortForward, type RawPortOutput } from './ports.js';
 import { StreamUnsupported, ToolCallStream, type RawCallToolRequest, type RawCallToolResponse } from './tool-stream.js';
 
 export interface ClientOptions {
@@ -57,6 +58,8 @@ export interface SandboxOptions {
   labels?: Record<string, string>;
   idleTtlSeconds?: number;
   disableReadGuard?: boolean;
+  /** Let a call's processes ptrace another call's (gdb -p); off: each call apart. */
+  allowPtrace?: boolean;
 }
 
 export interface SandboxInfo {
@@ -152,17 +155,19 @@ type ServerStream = (
   options?: grpc.CallOptions,
 ) => grpc.ClientReadableStream<unknown>;
 
-let serviceCtor: grpc.ServiceClientConstructor | undefined;
+let services: Record<string, grpc.ServiceClientConstructor> | undefined;
 
-function serviceClient(): grpc.ServiceClientConstructor {
-  if (serviceCtor === undefined) {
+function serviceClient(name: 'SandboxService' | 'SandboxPorts' = 'SandboxService'): grpc.ServiceClientConstructor {
+  if (services === undefined) {
     const definition = protoLoader.loadSync(protoPath(), LOADER_OPTIONS);
     const root = grpc.loadPackageDefinition(definition) as unknown as {
-      sandboxd: { v1: { SandboxService: grpc.ServiceClientConstructor } };
+      sandboxd: { v1: Record<string, grpc.ServiceClientConstructor> };
     };
-    serviceCtor = root.sandboxd.v1.SandboxService;
+    services = root.sandboxd.v1;
   }
-  return serviceCtor;
+  const ctor = services[name];
+  if (ctor === undefined) throw new Error(`no service ${name} in the proto`);
+  return ctor;
 }
 
 function normalizeTarget(target: string): string {
@@ -234,6 +239,7 @@ function optionsToProto(options: SandboxOptions | undefined): object {
     labels: o.labels ?? {},
     idleTtlSeconds: o.idleTtlSeconds ?? 0,
     ...(o.disableReadGuard === undefined ? {} : { disableReadGuard: o.disableReadGuard }),
+    ...(o.allowPtrace === undefined ? {} : { allowPtrace: o.allowPtrace }),
   };
 }
 
@@ -254,6 +260,8 @@ function execToProto(instanceId: string, request: ExecRequest): object {
 export class SandboxdClient {
   readonly target: string;
   private readonly client: grpc.Client;
+  private portsClient: grpc.Client | undefined;
+  private readonly credentials: grpc.ChannelCredentials;
   private readonly token: string | undefined;
   private toolStream: ToolCallStream | undefined;
 
@@ -261,7 +269,8 @@ export class SandboxdClient {
     this.target = normalizeTarget(options.target ?? DEFAULT_TARGET);
     this.token = options.token;
     const Ctor = serviceClient();
-    this.client = new Ctor(this.target, options.credentials ?? grpc.credentials.createInsecure(), {
+    this.credentials = options.credentials ?? grpc.credentials.createInsecure();
+    this.client = new Ctor(this.target, this.credentials, {
       'grpc.max_receive_message_length': 64 * 1024 * 1024,
       'grpc.max_send_message_length': 64 * 1024 * 1024,
     });
@@ -276,7 +285,27 @@ export class SandboxdClient {
 
   close(): void {
     this.toolStream?.close();
+    this.portsClient?.close();
     this.client.close();
+  }
+
+  // ------------------------------------------------------------ ports
+
+  /**
+   * A local listener for `remotePort` inside the sandbox (its network may be
+   * off): each connection it accepts is one `SandboxPorts.OpenPort` stream,
+   * bytes relayed both ways with each direction ending on its own, until
+   * `close()`. `remoteHost` `localhost` tries 127.0.0.1, then ::1.
+   */
+  async forwardPort(instanceId: string, remotePort: number, options: ForwardOptions = {}): Promise<PortForward> {
+    if (this.portsClient === undefined) {
+      const Ctor = serviceClient('SandboxPorts');
+      this.portsClient = new Ctor(this.target, this.credentials, {});
+    }
+    const open = (this.portsClient as unknown as Record<string, (m: grpc.Metadata) => grpc.ClientDuplexStream<object, RawPortOutput>>)['OpenPort'];
+    if (open === undefined) throw new Error('no RPC OpenPort');
+    const client = this.portsClient;
+    return startForward(() => open.call(client, this.metadata()), instanceId, remotePort, options);
   }
 
   private metadata(): grpc.Metadata {

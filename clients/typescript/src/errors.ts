@@ -1,5 +1,5 @@
 /**
- * The client's errors, mirroring runtime_client.errors / sandboxd.errors:
+ * The client's errors, mirroring runtime_client.errors / sandboxd.contract.errors:
  *
  *   SandboxdError
  *    ├── InvalidArgument      INVALID_ARGUMENT
@@ -15,7 +15,7 @@
  *    └── Internal             INTERNAL and anything unknown
  *
  * `ERROR_CLASSES` is the one table; `errorFromStatus` is the one place a gRPC
- * status becomes an error. A test compares the table with sandboxd/errors.py.
+ * status becomes an error. A test compares the table with sandboxd/contract/errors.py.
  */
 import { status as GrpcStatus } from '@grpc/grpc-js';
 
@@ -65,7 +65,7 @@ export class Internal extends SandboxdError {
 
 type ErrorClass = typeof SandboxdError;
 
-/** The error tree's table, in sandboxd.errors.ERROR_CLASSES order. */
+/** The error tree's table, in sandboxd.contract.errors.ERROR_CLASSES order. */
 export const ERROR_CLASSES: readonly ErrorClass[] = [
   InvalidArgument,
   NotFound,

@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import { SandboxdClient, sharedClient, closeSharedClients } from '../src/client.js';
@@ -8,6 +11,7 @@ import {
   errorFromStatus,
   InvalidArgument,
   NotFound,
+  ResourceExhausted,
   SandboxGone,
   SandboxUnavailable,
   Unauthenticated,
@@ -15,7 +19,7 @@ import {
 import { instanceIdFor, INSTANCE_ID, sandboxCallId } from '../src/ids.js';
 import { backends, pythonData, startDaemon, type Daemon } from './daemon.js';
 
-test('the error table is sandboxd/errors.py ERROR_CLASSES, class for class', () => {
+test('the error table is sandboxd/contract/errors.py ERROR_CLASSES, class for class', () => {
   const python = pythonData('errors') as Record<string, string>;
   const ours = Object.fromEntries(ERROR_CLASSES.map((cls) => [cls.name, cls.statusName]));
   assert.deepEqual(ours, python);
@@ -57,6 +61,38 @@ for (const backend of backends()) {
       client.close();
       closeSharedClients();
       await daemon.stop();
+    });
+
+    // Local backend only: its sandbox shares this host's loopback, so the test's
+    // own server is "inside" (the Docker side of ports: tests/docker/test_ports.py).
+    if (backend === 'local') test('forwardPort relays a local connection to a port inside, both ways', async () => {
+      // A server "inside": the local backend's sandbox shares this host's loopback.
+      const { createServer, connect } = await import('node:net');
+      const inside = createServer({ allowHalfOpen: true }, (socket) => {
+        const parts: Buffer[] = [];
+        socket.on('data', (chunk: Buffer) => parts.push(chunk));
+        socket.on('end', () => socket.end(`got ${Buffer.concat(parts).length} bytes`));
+      });
+      await new Promise<void>((resolve) => inside.listen(0, '127.0.0.1', () => resolve()));
+      const remote = (inside.address() as { port: number }).port;
+      const forward = await client.forwardPort('c1', remote);
+      try {
+        for (const size of [4, 3 * 1024 * 1024]) {
+          const answer = await new Promise<string>((resolve, reject) => {
+            const socket = connect(forward.port, '127.0.0.1');
+            const parts: Buffer[] = [];
+            socket.on('data', (chunk: Buffer) => parts.push(chunk));
+            socket.on('end', () => resolve(Buffer.concat(parts).toString()));
+            socket.on('error', reject);
+            socket.end(Buffer.alloc(size, 120));
+          });
+          assert.equal(answer, `got ${size} bytes`);
+        }
+        assert.equal(forward.accepted, 2);
+      } finally {
+        await forward.close();
+        inside.close();
+      }
     });
 
     test('file verbs round-trip and map errors', async () => {
@@ -217,6 +253,38 @@ describe('TCP with a bearer token', () => {
     } finally {
       good.close();
       none.close();
+    }
+  });
+});
+
+describe("a tenant's quota (#28)", () => {
+  let daemon: Daemon;
+  let port: number;
+  const token = 'acme-token-0123456789abcdef';
+  before(async () => {
+    port = await freePort();
+    const tokens = join(mkdtempSync(join(tmpdir(), 'sbdts-tokens-')), 'tokens');
+    writeFileSync(tokens, `${token} tenant=acme\n`);
+    daemon = await startDaemon(
+      'local', '--tcp', `127.0.0.1:${port}`, '--tokens-file', tokens, '--tenant-max-sandboxes', '1',
+    );
+  });
+  after(async () => daemon.stop());
+
+  test('the create over the quota is ResourceExhausted naming it, its limit and the use', async () => {
+    const acme = new SandboxdClient({ target: `127.0.0.1:${port}`, token });
+    try {
+      await acme.createSandbox('q1');
+      await assert.rejects(acme.createSandbox('q2'), (error: unknown) => {
+        assert.ok(error instanceof ResourceExhausted);
+        assert.match(
+          (error as Error).message,
+          /tenant 'acme' is at its sandboxes quota: limit 1, in use 1, .*SANDBOXD_TENANT_MAX_SANDBOXES/,
+        );
+        return true;
+      });
+    } finally {
+      acme.close();
     }
   });
 });

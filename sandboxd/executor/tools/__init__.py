@@ -10,7 +10,8 @@ Modules, one job each::
     session     ToolSession: per-instance state, dispatch, the 30,000 cap
     context     what a tool call sees of its session
     result      the result shape (text, is_error, fields) and ToolError
-    args        aliases, coercion, unknown keys, range checks
+    args        parse: aliases, coercion, unknown keys, range checks (the
+                specs themselves are sandboxd.contract.tools)
     paths       resolve/display paths, "similar names", folder listings
     text        BOM/CRLF round trips, line counts, cat -n
     fsio        atomic replace, errno texts
@@ -26,6 +27,6 @@ Each tool module's docstring lists the structured fields it returns.
 
 from __future__ import annotations
 
-from .session import SPECS, TOOL_NAMES, ToolSession
+from .session import ToolSession
 
-__all__ = ["SPECS", "TOOL_NAMES", "ToolSession"]
+__all__ = ["ToolSession"]

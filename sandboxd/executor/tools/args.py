@@ -2,9 +2,9 @@
 
 Models produce loosely typed JSON: aliases from other agents' conventions,
 numbers as strings, stray keys. Each tool declares its parameters once as a
-``ToolSpec``; ``parse`` applies the aliases and coercions TOOLS.md allows and
-turns everything else into a ``ToolError`` whose text names the valid keys,
-so the model can fix its call in one step.
+``ToolSpec`` (``sandboxd.contract.tools``); ``parse`` applies the aliases and
+coercions TOOLS.md allows and turns everything else into a ``ToolError``
+whose text names the valid keys, so the model can fix its call in one step.
 """
 
 from __future__ import annotations
@@ -12,74 +12,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+
+from sandboxd.contract.tools import Param, ToolSpec
 
 from .result import ToolError
 
 _INT_RE = re.compile(r"[+-]?\d+")
 _TRUE = frozenset({"true", "yes", "1"})
 _FALSE = frozenset({"false", "no", "0"})
-
-
-@dataclass(frozen=True)
-class Param:
-    name: str
-    kind: type  # str, int or bool
-    required: bool = False
-    default: object = None
-    minimum: int | None = None
-    maximum: int | None = None
-    choices: tuple[str, ...] = ()
-    #: What a model reads about this parameter (the exported JSON schemas).
-    description: str = ""
-    #: The tool checks the bounds itself, with a more helpful message than parse's.
-    bounds_checked_by_tool: bool = False
-
-
-@dataclass(frozen=True)
-class ToolSpec:
-    """One tool's contract: the single source of its JSON schema everywhere.
-
-    runtime_client's OpenAI/Anthropic schemas, the MCP tool list, the HTTP
-    routes' documented bodies and the typed gRPC requests (by a drift test)
-    all derive from it (``json_schema``).
-    """
-
-    tool: str
-    params: tuple[Param, ...]
-    aliases: Mapping[str, str] = field(default_factory=dict)
-    description: str = ""
-
-    def names(self) -> str:
-        return ", ".join(p.name for p in self.params)
-
-
-PATH_DESCRIPTION = "Path of the file: absolute, or relative to the working folder."
-
-_JSON_TYPES = {str: "string", int: "integer", bool: "boolean"}
-
-
-def json_schema(spec: ToolSpec) -> dict[str, object]:
-    """The JSON schema of the tool's arguments: canonical names (aliases are not shown)."""
-    properties: dict[str, object] = {}
-    for param in spec.params:
-        schema: dict[str, object] = {"type": _JSON_TYPES[param.kind]}
-        if param.choices:
-            schema["enum"] = list(param.choices)
-        if param.minimum is not None:
-            schema["minimum"] = param.minimum
-        if param.maximum is not None:
-            schema["maximum"] = param.maximum
-        if param.default is not None:
-            schema["default"] = param.default
-        schema["description"] = param.description
-        properties[param.name] = schema
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": [p.name for p in spec.params if p.required],
-        "additionalProperties": False,
-    }
 
 
 def json_type(value: object) -> str:

@@ -38,59 +38,22 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Mapping
 from typing import BinaryIO
+
+from sandboxd.contract.tools import BASH as SPEC
+from sandboxd.contract.tools import BASH_MAX_TIMEOUT_MS, BASH_MIN_TIMEOUT_MS
 
 from .. import identity, logs
 from ..spawn import spawn
 from . import bashstate
-from .args import Param, ToolSpec, get_bool, get_int, get_opt_str, get_str, parse
+from .args import get_bool, get_int, get_opt_str, get_str, parse
 from .jobs import Job, Jobs
 from .locks import FifoLock
 from .output import Capture, Cleaner
 from .paths import display, not_found, resolve
 from .result import MAX_TEXT_CHARS, ToolError, ToolResult
 
-#: bash's own time limit; sandboxd's backstops and the exported schemas derive from it.
-MIN_TIMEOUT_MS = 1_000
-MAX_TIMEOUT_MS = 600_000
-
-SPEC = ToolSpec(
-    "bash",
-    (
-        Param(
-            "command",
-            str,
-            required=True,
-            description="The command, run by bash -c in the working folder.",
-        ),
-        Param(
-            "timeout",
-            int,
-            default=120_000,
-            minimum=MIN_TIMEOUT_MS,
-            maximum=MAX_TIMEOUT_MS,
-            bounds_checked_by_tool=True,
-            description="Timeout in milliseconds.",
-        ),
-        Param("description", str, description="What the command does, in a few words (for logs)."),
-        Param(
-            "run_in_background",
-            bool,
-            default=False,
-            description="Start it in the background and return at once with a job id "
-            "(e.g. bash_1) to follow with bash_output and stop with kill_shell.",
-        ),
-        Param(
-            "workdir",
-            str,
-            description="Run in this folder without changing the saved working folder.",
-        ),
-    ),
-    description=(
-        "Run a shell command in the sandbox and get its output and exit code. The working "
-        "folder and exported variables persist between calls."
-    ),
-)
 LOG_CAP_BYTES = 64 * 1024 * 1024
 #: Seconds between SIGTERM and SIGKILL.
 KILL_GRACE = 2.0
@@ -162,17 +125,17 @@ def last_program(command: str) -> str:
 
 
 def _check_timeout(timeout: int) -> None:
-    if timeout < MIN_TIMEOUT_MS:
+    if timeout < BASH_MIN_TIMEOUT_MS:
         guess = timeout * 1000
-        hint = f" Did you mean timeout={guess}?" if 0 < guess <= MAX_TIMEOUT_MS else ""
+        hint = f" Did you mean timeout={guess}?" if 0 < guess <= BASH_MAX_TIMEOUT_MS else ""
         raise ToolError(
             f"timeout {timeout} is too small: timeout is in milliseconds, from "
-            f"{MIN_TIMEOUT_MS} to {MAX_TIMEOUT_MS}.{hint}"
+            f"{BASH_MIN_TIMEOUT_MS} to {BASH_MAX_TIMEOUT_MS}.{hint}"
         )
-    if timeout > MAX_TIMEOUT_MS:
+    if timeout > BASH_MAX_TIMEOUT_MS:
         raise ToolError(
-            f"timeout {timeout} is too large: the maximum is {MAX_TIMEOUT_MS} ms (10 minutes). "
-            f"For longer commands use run_in_background=true and check the job's log."
+            f"timeout {timeout} is too large: the maximum is {BASH_MAX_TIMEOUT_MS} ms "
+            "(10 minutes). For longer commands use run_in_background=true and check the job's log."
         )
 
 
@@ -195,10 +158,13 @@ def _read_ready(fd: int, capture: Capture, cleaner: Cleaner) -> None:
 class Shell:
     """The bash state of one instance: cwd/env (in memory), call counter, jobs."""
 
-    def __init__(self, workdir: str, state_dir: str) -> None:
+    def __init__(
+        self, workdir: str, state_dir: str, *, env: Mapping[str, str] | None = None
+    ) -> None:
         self.workdir = workdir
         self.logs = os.path.join(state_dir, "logs")
-        self.env = dict(os.environ)
+        # The workload's environment (the executor's own where none is given).
+        self.env = dict(os.environ if env is None else env)
         self.env.update(BASE_ENV)
         #: The working directory the last foreground call ended in.
         self.cwd: str | None = None
@@ -303,7 +269,7 @@ class Shell:
             state_fd = ready.state_fd
             self.ready_used += 1
         else:
-            state_fd = os.memfd_create("bash-state", os.MFD_CLOEXEC)
+            state_fd = _private_memfd("bash-state", os.MFD_CLOEXEC)
         log = _LazyLog(self.logs, name)
         try:
             capture = Capture(log, LOG_CAP_BYTES)
@@ -498,7 +464,7 @@ class Shell:
         if timed_out:
             lines.append(
                 f"[Timed out after {timeout_ms} ms: the command was stopped (SIGTERM, then "
-                f"SIGKILL). Re-run with a larger timeout (up to {MAX_TIMEOUT_MS}), or with "
+                f"SIGKILL). Re-run with a larger timeout (up to {BASH_MAX_TIMEOUT_MS}), or with "
                 f"run_in_background=true and check its log.]"
             )
         if cancelled:
@@ -691,8 +657,8 @@ class _Ready:
     @classmethod
     def spawn(cls, cwd: str, env: dict[str, str]) -> _Ready:
         st = os.stat(cwd)
-        command_fd = os.memfd_create("bash-command", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
-        state_fd = os.memfd_create("bash-state", os.MFD_CLOEXEC)
+        command_fd = _private_memfd("bash-command", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        state_fd = _private_memfd("bash-state", os.MFD_CLOEXEC)
         # Made as the executor: the pipe is root's (0600), so a process of the
         # sandbox user cannot reopen it through /proc/<shell>/fd to forge "go".
         with identity.as_executor():
@@ -751,6 +717,20 @@ class _Ready:
             self.proc.wait(5)
         if self.proc.stdout is not None:
             self.proc.stdout.close()
+
+
+def _private_memfd(name: str, flags: int) -> int:
+    """An anonymous file only its holders can use: made as the executor, mode
+    0600 (a memfd is 0777), so another process of the sandbox user cannot
+    reopen it through /proc/<pid>/fd and forge a call's state."""
+    with identity.as_executor():
+        fd = os.memfd_create(name, flags)
+        try:
+            os.fchmod(fd, 0o600)
+        except BaseException:
+            os.close(fd)
+            raise
+    return fd
 
 
 def _pidfd(pid: int) -> int | None:

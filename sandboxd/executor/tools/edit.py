@@ -19,47 +19,16 @@ import difflib
 import os
 import re
 
+from sandboxd.contract.tools import EDIT as SPEC
+
 from . import matching
-from .args import PATH_DESCRIPTION, Param, ToolSpec, get_bool, get_str, parse
+from .args import get_bool, get_str, parse
 from .context import Context
 from .fsio import open_regular, reason
 from .paths import display, not_found, resolve
 from .result import ToolError, ToolResult, ok
 from .text import MAX_TEXT_BYTES, cat_n, count_lines, decode, encode, is_binary, plural, words
 from .write import check_size, write_bytes
-
-SPEC = ToolSpec(
-    "edit",
-    (
-        Param("file_path", str, required=True, description=PATH_DESCRIPTION),
-        Param(
-            "old_string",
-            str,
-            required=True,
-            description="Exact text to replace, without read's line-number prefixes. "
-            "Empty creates a missing file.",
-        ),
-        Param(
-            "new_string",
-            str,
-            required=True,
-            description="Text to put in its place (inserted literally).",
-        ),
-        Param("replace_all", bool, default=False, description="Replace every occurrence."),
-    ),
-    {
-        "path": "file_path",
-        "oldText": "old_string",
-        "old_str": "old_string",
-        "newText": "new_string",
-        "new_str": "new_string",
-        "replaceAll": "replace_all",
-    },
-    description=(
-        "Replace old_string with new_string in a file. old_string must match exactly one "
-        "place unless replace_all is true. Read the file first."
-    ),
-)
 
 _CONTEXT = 3
 _MAX_REGIONS = 3
@@ -208,8 +177,8 @@ def run(ctx: Context, raw: dict[str, object]) -> ToolResult:
             f"old_string and new_string are identical, so there is nothing to change in {disp}. "
             f"Put the changed text in new_string."
         )
-    target = os.path.realpath(path)
-    with ctx.path_locks.held(target):
+    # Through a symlink: its file is written (and locked), not the link replaced.
+    with ctx.path_locks.held_file(path) as target:
         if os.path.isdir(target):
             raise ToolError(f"{disp} is a directory, not a file. Give the path of a file in it.")
         if not os.path.exists(target):

@@ -10,6 +10,10 @@ import tempfile
 from functools import cache
 from typing import BinaryIO
 
+#: The permission bits a file the executor writes may get: never setuid or
+#: setgid (a tree upload never kept them either; issue 23, item 12).
+PERMISSION_BITS = 0o1777
+
 _KINDS = {
     stat.S_IFIFO: "a named pipe (FIFO)",
     stat.S_IFSOCK: "a socket",
@@ -68,10 +72,10 @@ def atomic_write(path: str, data: bytes) -> None:
     """Replace ``path`` with ``data`` via a temporary file in the same folder.
 
     Readers see the old or the new content, never a mix. An existing file
-    keeps its mode; a new one gets the usual ``0666 & ~umask``.
+    keeps its mode (but setuid and setgid); a new one gets ``0666 & ~umask``.
     """
     try:
-        mode = stat.S_IMODE(os.stat(path).st_mode)
+        mode = os.stat(path).st_mode & PERMISSION_BITS
     except FileNotFoundError:
         mode = 0o666 & ~umask()
     directory, name = os.path.split(path)

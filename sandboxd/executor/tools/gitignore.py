@@ -11,17 +11,30 @@ global excludes file (grep's ripgrep engine is told to skip them too).
 
 from __future__ import annotations
 
+import hashlib
 import os
-import re
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 
 from .fsio import open_regular
-from .globpat import PatternError, compile_glob
+from .gilpause import pause
+from .globpat import Alternative, Glob, PatternError, alternatives
+
+#: Most lines in one rule: compiling a regex of more alternatives costs more per line.
+RUN_MAX = 256
+#: Parsed .gitignore files kept, by content: a glob or grep walk reads the
+#: same few files on every call, and compiling them is the costly part.
+CACHED = 64
+_cache: OrderedDict[bytes, tuple[Rule, ...]] = OrderedDict()
+_cache_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
 class Rule:
-    regex: re.Pattern[str]
+    """Consecutive lines of one kind, matched as one glob (any of them)."""
+
+    glob: Glob
     negate: bool
     dir_only: bool
     anchored: bool
@@ -34,7 +47,11 @@ class IgnoreFile:
 
 
 def parse(text: str) -> tuple[Rule, ...]:
-    rules = []
+    """The rules of a .gitignore; lines in a row of the same kind (negated or
+    not, folders only or not, anchored or not) become one rule: whichever of
+    them matches, the outcome is the same, and one regex is one call (a
+    .gitignore of thousands of lines costs a path a few calls, not thousands)."""
+    runs: list[tuple[tuple[bool, bool, bool], list[str], list[Alternative]]] = []
     for raw in text.splitlines():
         line = raw
         if not line or line.startswith("#"):
@@ -54,10 +71,18 @@ def parse(text: str) -> tuple[Rule, ...]:
         anchored = "/" in line
         line = line.lstrip("/")
         try:
-            regex = compile_glob(line, braces=False)
+            parsed = alternatives(line, braces=False)
         except PatternError:
             continue  # git ignores patterns it cannot parse; so do we
-        rules.append(Rule(regex, negate, dir_only, anchored))
+        kind = (negate, dir_only, anchored)
+        if not runs or runs[-1][0] != kind or len(runs[-1][1]) >= RUN_MAX:
+            runs.append((kind, [], []))
+        runs[-1][1].append(line)
+        runs[-1][2].extend(parsed)
+    rules = []
+    for kind, lines, parsed in runs:
+        pause()  # compiling thousands of lines is seconds of pure Python
+        rules.append(Rule(Glob("\n".join(lines), parsed), *kind))
     return tuple(rules)
 
 
@@ -68,9 +93,20 @@ _MAX_BYTES = 1 << 20
 def load(folder: str) -> IgnoreFile | None:
     try:
         with open_regular(os.path.join(folder, ".gitignore")) as fh:
-            rules = parse(fh.read(_MAX_BYTES).decode("utf-8", errors="replace"))
+            data = fh.read(_MAX_BYTES)
     except OSError:
         return None
+    key = hashlib.sha256(data).digest()
+    with _cache_lock:
+        rules = _cache.get(key)
+        if rules is not None:
+            _cache.move_to_end(key)
+    if rules is None:
+        rules = parse(data.decode("utf-8", errors="replace"))
+        with _cache_lock:
+            _cache[key] = rules
+            while len(_cache) > CACHED:
+                _cache.popitem(last=False)
     return IgnoreFile(folder, rules) if rules else None
 
 
@@ -90,6 +126,7 @@ def ancestors(root: str) -> tuple[IgnoreFile, ...]:
 
 
 def is_ignored(files: tuple[IgnoreFile, ...], path: str, is_dir: bool) -> bool:
+    """The last rule that matches decides."""
     ignored = False
     name = os.path.basename(path)
     for ignore_file in files:
@@ -97,11 +134,13 @@ def is_ignored(files: tuple[IgnoreFile, ...], path: str, is_dir: bool) -> bool:
         if not path.startswith(prefix):
             continue
         rel = path[len(prefix) :]
-        for rule in ignore_file.rules:
+        for number, rule in enumerate(ignore_file.rules, 1):
+            if not number & 255:
+                pause()  # a planted .gitignore may alternate kinds for many lines
             if rule.dir_only and not is_dir:
                 continue
             if rule.negate != ignored:
                 continue  # cannot change the outcome
-            if rule.regex.match(rel if rule.anchored else name):
+            if rule.glob.match(rel if rule.anchored else name):
                 ignored = not rule.negate
     return ignored

@@ -19,7 +19,9 @@ import os
 import stat
 import threading
 
-from .args import Param, ToolSpec, get_bool, get_int, get_opt_str, get_str, parse
+from sandboxd.contract.tools import GLOB as SPEC
+
+from .args import get_bool, get_int, get_opt_str, get_str, parse
 from .context import Context
 from .globpat import PatternError, compile_glob, has_magic
 from .paths import display, not_found, place, resolve
@@ -28,25 +30,6 @@ from .text import fit, plural
 from .walk import MAX_PATH_BYTES, Walk, WalkStopped
 
 _MAX_IGNORED_WALK = 10_000
-
-SPEC = ToolSpec(
-    "glob",
-    (
-        Param(
-            "pattern",
-            str,
-            required=True,
-            description="Glob: *, **, ?, [...], {a,b}. Without / it matches names at any depth.",
-        ),
-        Param("path", str, description="Folder to search (default: the working folder)."),
-        Param(
-            "head_limit", int, default=100, minimum=1, description="Show at most this many files."
-        ),
-        Param("offset", int, default=0, minimum=0, description="Skip this many files (paging)."),
-        Param("no_ignore", bool, default=False, description="Include files that .gitignore hides."),
-    ),
-    description="Find files by name pattern, newest first (e.g. **/*.py).",
-)
 
 
 def split_absolute(pattern: str) -> tuple[str, str]:
@@ -88,7 +71,7 @@ def run(ctx: Context, raw: dict[str, object], cancel: threading.Event) -> ToolRe
             f"folders. Give its folder as path, or use read or grep on the file."
         )
     try:
-        regex = compile_glob(pattern)
+        matcher = compile_glob(pattern)
     except PatternError as exc:
         raise ToolError(
             f'invalid glob pattern "{pattern}": {exc}. Escape a literal [ or {{ with a '
@@ -109,7 +92,7 @@ def run(ctx: Context, raw: dict[str, object], cancel: threading.Event) -> ToolRe
     ignored = 0
     try:
         for entry in walker:
-            if not regex.match(entry.rel if anchored else entry.name):
+            if not matcher.match(entry.rel if anchored else entry.name):
                 continue
             try:
                 st = os.stat(entry.path)  # follows a symlink to its file

@@ -27,8 +27,10 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 
+from sandboxd.contract.tools import GREP as SPEC
+
 from . import grep_py, grep_rg
-from .args import Param, ToolSpec, get_bool, get_int, get_opt_str, get_str, parse
+from .args import get_bool, get_int, get_opt_str, get_str, parse
 from .context import Context
 from .fsio import NotRegularFile, open_regular
 from .glob import search_root
@@ -42,73 +44,6 @@ from .walk import MAX_PATH_BYTES
 
 #: "rg", "python" or None (decided per call: rg when it is on PATH).
 ENGINE: str | None = None
-
-MODES = ("files_with_matches", "content", "count")
-
-SPEC = ToolSpec(
-    "grep",
-    (
-        Param(
-            "pattern", str, required=True, description="Regular expression (Rust/ripgrep syntax)."
-        ),
-        Param("path", str, description="File or folder to search (default: the working folder)."),
-        Param("glob", str, description="Only files whose names match this glob, e.g. *.py."),
-        Param("type", str, description="Only files of this ripgrep type, e.g. py."),
-        Param(
-            "output_mode",
-            str,
-            default="files_with_matches",
-            choices=MODES,
-            description="files_with_matches, content, or count.",
-        ),
-        Param("-i", bool, default=False, description="Case-insensitive."),
-        Param("-n", bool, default=True, description="Line numbers in content mode."),
-        Param(
-            "-A",
-            int,
-            default=0,
-            minimum=0,
-            maximum=100,
-            description="Lines of context after each match (content mode).",
-        ),
-        Param(
-            "-B",
-            int,
-            default=0,
-            minimum=0,
-            maximum=100,
-            description="Lines of context before each match (content mode).",
-        ),
-        Param(
-            "-C",
-            int,
-            default=0,
-            minimum=0,
-            maximum=100,
-            description="Lines of context around each match (content mode).",
-        ),
-        Param("multiline", bool, default=False, description="Let the pattern span lines."),
-        Param(
-            "literal",
-            bool,
-            default=False,
-            description="Treat the pattern as plain text, not a regex.",
-        ),
-        Param(
-            "head_limit",
-            int,
-            default=250,
-            minimum=1,
-            description="Show at most this many entries.",
-        ),
-        Param("offset", int, default=0, minimum=0, description="Skip this many entries (paging)."),
-    ),
-    {"include": "glob"},
-    description=(
-        "Search file contents with a regular expression (ripgrep). Lists matching files by "
-        "default; output_mode=content shows the lines."
-    ),
-)
 
 _NOTICE_RESERVE = 800
 

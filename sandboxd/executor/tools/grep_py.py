@@ -15,7 +15,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 
 from .fsio import open_regular
-from .globpat import PatternError, compile_glob
+from .globpat import Glob, PatternError, compile_glob
 from .grep_model import FileHits, Hit, InvalidPattern, Query, SearchStopped, TooDeep
 from .paths import display
 from .walk import Walk, WalkStopped
@@ -209,7 +209,7 @@ def search_file(path: str, rx: re.Pattern[str], q: Query, stop: Callable[[], boo
 
 def _filters(q: Query) -> tuple[Callable[[str, str], bool], Callable[[str, str], bool]]:
     """(wanted, re-included) tests on (display path, name) for ``glob``/``type``."""
-    globs: list[tuple[re.Pattern[str], bool, bool]] = []
+    globs: list[tuple[Glob, bool, bool]] = []
     if q.glob:
         negate = q.glob.startswith("!")
         body = q.glob[1:] if negate else q.glob
@@ -220,8 +220,8 @@ def _filters(q: Query) -> tuple[Callable[[str, str], bool], Callable[[str, str],
     types = [compile_glob(t) for t in q.type_globs]
 
     def glob_verdict(shown: str, name: str) -> bool | None:
-        for regex, anchored, negate in globs:
-            if regex.match(shown if anchored else name):
+        for matcher, anchored, negate in globs:
+            if matcher.match(shown if anchored else name):
                 return not negate
             return None if negate else False
         return None

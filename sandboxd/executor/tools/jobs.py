@@ -26,35 +26,13 @@ import time
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
-from .args import Param, ToolSpec, get_opt_str, get_str, parse
+from sandboxd.contract.tools import BASH_OUTPUT as OUTPUT_SPEC
+from sandboxd.contract.tools import KILL_SHELL as KILL_SPEC
+
+from .args import get_opt_str, get_str, parse
 from .output import Capture, Cleaner
 from .paths import display
 from .result import MAX_TEXT_CHARS, ToolError, ToolResult
-
-_JOB_ID = "The background job's id, as bash returned it (e.g. bash_1)."
-OUTPUT_SPEC = ToolSpec(
-    "bash_output",
-    (
-        Param("bash_id", str, required=True, description=_JOB_ID),
-        Param(
-            "filter",
-            str,
-            description="Regular expression: show only matching lines "
-            "(the others still count as read).",
-        ),
-    ),
-    {"shell_id": "bash_id"},
-    description=(
-        "Get the new output of a background bash job since the last bash_output call, and "
-        "whether it is still running or how it ended."
-    ),
-)
-KILL_SPEC = ToolSpec(
-    "kill_shell",
-    (Param("shell_id", str, required=True, description=_JOB_ID),),
-    {"bash_id": "shell_id"},
-    description="Stop a background bash job and every process it started.",
-)
 
 #: Finished jobs remembered beyond the running ones (oldest forgotten first).
 KEEP_FINISHED = 64

@@ -7,6 +7,7 @@ hand-over, so waiters take a ticket and are served by number.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -52,24 +53,61 @@ class FifoLock:
 class PathLocks:
     """One ``FifoLock`` per path, dropped again when nobody holds or waits."""
 
+    #: Times ``held_file`` resolves again when a symlink changes under it.
+    RESOLVE_TRIES = 8
+
     def __init__(self) -> None:
         self._mutex = threading.Lock()
         self._locks: dict[str, tuple[FifoLock, int]] = {}
 
     @contextmanager
     def held(self, path: str) -> Iterator[None]:
-        with self._mutex:
-            lock, users = self._locks.get(path, (FifoLock(), 0))
-            self._locks[path] = (lock, users + 1)
-            ticket = lock.ticket()
-        lock.wait(ticket)
+        """The lock of the path string ``path`` (see ``held_file`` for a file)."""
+        self._acquire(path)
         try:
             yield
         finally:
+            self._release(path)
+
+    @contextmanager
+    def held_file(self, path: str) -> Iterator[str]:
+        """The lock of the file ``path`` names, however it is spelled; yields
+        that file's resolved path (every symlink resolved).
+
+        Locks are keyed by the resolved path, so ``link`` (to ``file``),
+        ``folder-alias/file`` and ``file`` queue on one lock and a
+        compare-and-swap holds per file (issue 23, item 8). The path is
+        resolved again once the lock is held: if a symlink on it changed
+        meanwhile, the new file's lock is taken instead (a link flipped on
+        every try is the workload racing itself: the last try's file is kept).
+        """
+        target = os.path.realpath(path)
+        for _ in range(self.RESOLVE_TRIES):
+            self._acquire(target)
+            again = os.path.realpath(path)
+            if again == target:
+                break
+            self._release(target)
+            target = again
+        else:
+            self._acquire(target)
+        try:
+            yield target
+        finally:
+            self._release(target)
+
+    def _acquire(self, key: str) -> None:
+        with self._mutex:
+            lock, users = self._locks.get(key, (FifoLock(), 0))
+            self._locks[key] = (lock, users + 1)
+            ticket = lock.ticket()
+        lock.wait(ticket)
+
+    def _release(self, key: str) -> None:
+        with self._mutex:
+            lock, users = self._locks[key]
             lock.release()
-            with self._mutex:
-                lock, users = self._locks[path]
-                if users == 1:
-                    del self._locks[path]
-                else:
-                    self._locks[path] = (lock, users - 1)
+            if users == 1:
+                del self._locks[key]
+            else:
+                self._locks[key] = (lock, users - 1)

@@ -20,26 +20,14 @@ import time
 from collections.abc import Iterator
 from typing import BinaryIO
 
-from .args import PATH_DESCRIPTION, Param, ToolSpec, get_int, get_str, parse
+from sandboxd.contract.tools import READ as SPEC
+
+from .args import get_int, get_str, parse
 from .context import Context
 from .fsio import NotRegularFile, open_regular
 from .paths import display, list_entries, not_found, resolve, shell_quote
 from .result import MAX_TEXT_CHARS, ToolError, ToolResult, ok
 from .text import BINARY_SNIFF_BYTES, BOM, MAX_TEXT_BYTES, cat_n, is_binary, words
-
-SPEC = ToolSpec(
-    "read",
-    (
-        Param("file_path", str, required=True, description=PATH_DESCRIPTION),
-        Param("offset", int, default=1, minimum=0, description="1-based line to start at."),
-        Param("limit", int, default=2000, minimum=1, description="Number of lines to read."),
-    ),
-    {"path": "file_path"},
-    description=(
-        "Read a text file, shown cat -n style with line numbers. Pages of 2000 lines; "
-        "use offset and limit for the rest."
-    ),
-)
 
 MAX_LINES = 2000
 MAX_LINE_CHARS = 2000

@@ -7,32 +7,14 @@ import os
 import threading
 from collections.abc import Callable, Mapping
 
-from sandboxd.errors import Internal, InvalidArgument
+from sandboxd.contract.errors import Internal, InvalidArgument
+from sandboxd.contract.tools import TOOL_NAMES
 
-from . import bash, edit, glob, grep, jobs, read, write
-from .args import ToolSpec
+from . import bash, edit, glob, grep, read, write
 from .context import Context
 from .locks import PathLocks
 from .readstate import ReadState
 from .result import MAX_TEXT_CHARS, ToolError, ToolResult, error
-
-#: Every tool's contract, in TOOLS.md order: the one list of tools. A new tool
-#: adds its SPEC here and its handler in ``ToolSession``.
-SPECS: dict[str, ToolSpec] = {
-    spec.tool: spec
-    for spec in (
-        read.SPEC,
-        write.SPEC,
-        edit.SPEC,
-        bash.SPEC,
-        grep.SPEC,
-        glob.SPEC,
-        # Background jobs of bash (TOOLS.md, "Background jobs").
-        jobs.OUTPUT_SPEC,
-        jobs.KILL_SPEC,
-    )
-}
-TOOL_NAMES: tuple[str, ...] = tuple(SPECS)
 
 _Handler = Callable[[dict[str, object], threading.Event, Context], ToolResult]
 
@@ -65,6 +47,7 @@ class ToolSession:
         state_dir: str,
         read_guard: bool = True,
         path_locks: PathLocks | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         workdir = os.path.normpath(os.path.abspath(workdir))
         state_dir = os.path.normpath(os.path.abspath(state_dir))
@@ -78,7 +61,7 @@ class ToolSession:
             # the low-level verbs queue on one lock per path.
             path_locks=path_locks or PathLocks(),
         )
-        self.shell = bash.Shell(workdir, state_dir)
+        self.shell = bash.Shell(workdir, state_dir, env=env)
         self._handlers: dict[str, _Handler] = {
             "read": lambda args, cancel, ctx: read.run(ctx, args),
             "write": lambda args, cancel, ctx: write.run(ctx, args),

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from . import gitignore
+from .gilpause import pause
 
 
 @dataclass(frozen=True)
@@ -99,7 +100,11 @@ class Walk:
         # An explicit stack, not recursion: sandbox code can make a tree far
         # deeper than Python's recursion limit.
         stack = [self._enter(self.root, "", ignores, False)]
+        steps = 0
         while stack:
+            steps += 1
+            if not steps & 63:
+                pause()  # a tree of any size, walked in Python: the other calls go on
             frame = stack[-1]
             entry = next(frame.entries, None)
             if entry is None:

@@ -15,25 +15,14 @@ from __future__ import annotations
 
 import os
 
-from .args import PATH_DESCRIPTION, Param, ToolSpec, get_str, parse
+from sandboxd.contract.tools import WRITE as SPEC
+
+from .args import get_str, parse
 from .context import Context
 from .fsio import atomic_write, make_parents, open_regular, reason
 from .paths import display, resolve
 from .result import ToolError, ToolResult, ok
 from .text import MAX_TEXT_BYTES, count_lines, decode, encode, plural
-
-SPEC = ToolSpec(
-    "write",
-    (
-        Param("file_path", str, required=True, description=PATH_DESCRIPTION),
-        Param("content", str, required=True, description="The whole new content of the file."),
-    ),
-    {"path": "file_path", "file_text": "content"},
-    description=(
-        "Create or overwrite a file with the given content; parent folders are created. "
-        "Overwriting needs a read of the file first."
-    ),
-)
 
 
 def _count_lines_streamed(path: str) -> int:
@@ -83,9 +72,8 @@ def run(ctx: Context, raw: dict[str, object]) -> ToolResult:
     disp = display(ctx.workdir, path)
     content = get_str(args, "content")
     check_size(ctx, len(content.encode("utf-8", errors="replace")), "content")
-    # Writing through a symlink replaces its target, not the link.
-    target = os.path.realpath(path)
-    with ctx.path_locks.held(target):
+    # Through a symlink: its file is written (and locked), not the link replaced.
+    with ctx.path_locks.held_file(path) as target:
         if os.path.isdir(target):
             raise ToolError(
                 f"{disp} is a directory, so it cannot be written as a file. Give a file "

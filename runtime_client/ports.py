@@ -1,0 +1,151 @@
+"""A sandbox's port on this machine: ``Sandbox.forward_port`` (and ``sandboxctl port-forward``).
+
+Like ``kubectl port-forward``: a local listener, and for each connection it
+accepts one stream to the port inside the sandbox (``open_port``), bytes
+relayed both ways with each direction ending on its own, until the forward
+is closed. The sandbox's network stays off: the bytes ride the daemon's
+channel to the executor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from types import TracebackType
+
+from runtime_client.transport import PortConnection, SandboxTransport
+
+#: Bytes read from a local connection at a time.
+CHUNK = 256 << 10
+
+
+class PortForward:
+    """A local listener whose connections reach ``remote_port`` in the sandbox.
+
+    ``async with`` it, or ``await start()`` / ``await close()``; ``port`` is
+    the local port (given, or picked by the system when 0).
+    """
+
+    def __init__(
+        self,
+        transport: SandboxTransport,
+        instance_id: str,
+        remote_port: int,
+        *,
+        local_port: int = 0,
+        local_host: str = "127.0.0.1",
+        remote_host: str = "localhost",
+    ) -> None:
+        self._transport = transport
+        self.instance_id = instance_id
+        self.remote_port = remote_port
+        self.remote_host = remote_host
+        self.local_host = local_host
+        self._local_port = local_port
+        self._server: asyncio.Server | None = None
+        self._relays: set[asyncio.Task[None]] = set()
+        #: Connections accepted, and those whose stream could not open.
+        self.accepted = 0
+        self.failed = 0
+
+    @property
+    def port(self) -> int:
+        if self._server is None:
+            raise RuntimeError("the forward is not started")
+        return int(self._server.sockets[0].getsockname()[1])
+
+    async def start(self) -> PortForward:
+        self._server = await asyncio.start_server(
+            self._accept, self.local_host, self._local_port, reuse_address=True
+        )
+        return self
+
+    async def serve_forever(self) -> None:
+        if self._server is None:
+            await self.start()
+        assert self._server is not None
+        await self._server.serve_forever()
+
+    async def close(self) -> None:
+        """Stop listening and end every open connection."""
+        if self._server is not None:
+            self._server.close()
+        # The relays go first: since Python 3.12 wait_closed() waits for every
+        # connection, and a client or server that says nothing keeps its own open.
+        while self._relays:
+            relays = list(self._relays)
+            for task in relays:
+                task.cancel()
+            for task in relays:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+                self._relays.discard(task)
+        if self._server is not None:
+            with contextlib.suppress(Exception):
+                await self._server.wait_closed()
+
+    async def __aenter__(self) -> PortForward:
+        return await self.start()
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._relays.add(task)
+        self.accepted += 1
+        try:
+            try:
+                conn = await self._transport.open_port(
+                    self.instance_id, self.remote_port, self.remote_host
+                )
+            except Exception:
+                # Nothing listens inside (or the sandbox is gone): the local
+                # client sees its connection closed, as with a refused one.
+                self.failed += 1
+                return
+            try:
+                await relay(reader, writer, conn)
+            finally:
+                await conn.close()
+        finally:
+            self._relays.discard(task)
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+
+async def relay(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, conn: PortConnection
+) -> None:
+    """Bytes both ways until both directions ended, or either side failed."""
+
+    async def outward() -> None:
+        while data := await reader.read(CHUNK):
+            await conn.write(data)
+        await conn.shutdown_write()
+
+    async def inward() -> None:
+        while data := await conn.read():
+            writer.write(data)
+            await writer.drain()
+        if writer.can_write_eof():
+            writer.write_eof()
+
+    tasks = [asyncio.ensure_future(outward()), asyncio.ensure_future(inward())]
+    try:
+        # Either failing (a reset, the sandbox gone) ends both.
+        for finished in asyncio.as_completed(tasks):
+            await finished
+    finally:
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task

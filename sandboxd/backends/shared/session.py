@@ -1,0 +1,115 @@
+"""What a container engine's workspace does the same on every engine: the
+executor's hello, how long a call may take, and when a workspace is idle."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, NoReturn, Protocol
+
+from sandboxd.backends.shared.channel import ExecutorChannel
+from sandboxd.backends.shared.settings import ContainerSettings
+from sandboxd.contract.errors import SandboxdError, SandboxUnavailable
+from sandboxd.contract.models import SandboxOptions
+from sandboxd.contract.tools import BASH_MAX_TIMEOUT_S
+from sandboxd.executor.bundle import bundle_id
+from sandboxd.executor.wire import PROTOCOL_VERSION
+
+log = logging.getLogger(__name__)
+
+#: Slack on top of an operation's own timeout before the daemon gives up on it.
+CALL_GRACE_S = 30.0
+DEFAULT_CALL_TIMEOUT_S = 300.0
+#: bash's own largest timeout: the daemon never gives up before it.
+MAX_BASH_TIMEOUT_S = BASH_MAX_TIMEOUT_S
+
+
+def timeout_for(op: str, args: Mapping[str, Any]) -> float:
+    if op == "exec":
+        timeout_ms = args.get("timeout_ms") or 0
+        if isinstance(timeout_ms, int) and timeout_ms > 0:
+            return timeout_ms / 1000 + CALL_GRACE_S
+    if op == "tool" and args.get("name") == "bash":
+        return MAX_BASH_TIMEOUT_S + CALL_GRACE_S
+    return DEFAULT_CALL_TIMEOUT_S
+
+
+def hello_args(options: SandboxOptions, settings: ContainerSettings) -> dict[str, Any]:
+    return {
+        "workdir": options.workdir or "/workspace",
+        "max_payload_bytes": settings.max_payload_bytes,
+        "max_output_bytes": settings.max_output_bytes,
+        "read_guard": not options.disable_read_guard,
+        # The workload's environment: never the container's (the executor's).
+        "env": dict(options.env),
+        "allow_ptrace": bool(options.allow_ptrace),
+    }
+
+
+async def handshake(
+    channel: ExecutorChannel,
+    options: SandboxOptions,
+    settings: ContainerSettings,
+    timeout: float,
+) -> dict[str, Any] | None:
+    """The executor's hello reply, if it is this daemon's executor; else None."""
+    try:
+        hello = await channel.call("hello", hello_args(options, settings), timeout=timeout)
+    except SandboxdError as exc:
+        log.info("workspace %s: no hello: %s", channel.name, exc)
+        return None
+    ours = bundle_id(bytecode=settings.ship_bytecode)
+    if hello.get("protocol") == PROTOCOL_VERSION and hello.get("bundle") == ours:
+        return hello
+    return None
+
+
+class Activity:
+    """Calls in flight and the last use: what idle stop goes by."""
+
+    def __init__(self, idle_ttl_seconds: int) -> None:
+        self.idle_ttl_seconds = idle_ttl_seconds
+        self.last_used = time.monotonic()
+        self.in_flight = 0
+        self.parked = False  # stopped for idleness; the next call starts it
+
+    @contextlib.contextmanager
+    def busy(self) -> Iterator[None]:
+        self.in_flight += 1
+        self.last_used = time.monotonic()
+        try:
+            yield
+        finally:
+            self.in_flight -= 1
+            self.last_used = time.monotonic()
+
+    def idle_expired(self, now: float) -> bool:
+        ttl = self.idle_ttl_seconds
+        return bool(ttl) and not self.parked and self.in_flight == 0 and now - self.last_used >= ttl
+
+
+class IdleStoppable(Protocol):
+    @property
+    def instance_id(self) -> str: ...
+
+    def idle_expired(self, now: float) -> bool: ...
+
+    async def stop_idle(self) -> None: ...
+
+
+async def stop_idle_workspaces(
+    workspaces: Callable[[], Iterable[IdleStoppable]], interval_s: float
+) -> NoReturn:
+    """An engine's idle reaper: every ``interval_s``, stop each workspace idle past its TTL."""
+    while True:
+        await asyncio.sleep(interval_s)
+        now = time.monotonic()
+        for workspace in list(workspaces()):
+            if workspace.idle_expired(now):
+                try:
+                    await workspace.stop_idle()
+                except SandboxUnavailable as exc:
+                    log.warning("workspace %s: idle stop failed: %s", workspace.instance_id, exc)

@@ -1,0 +1,55 @@
+"""What every part of the service stands on: the backend, the settings, the workspace lookup."""
+
+from __future__ import annotations
+
+from sandboxd.backends.shared.errors import unknown_instance
+from sandboxd.contract import validation
+from sandboxd.contract.errors import ResourceExhausted
+from sandboxd.contract.models import SandboxInfo
+from sandboxd.service.ports import Workspace, WorkspaceBackend
+from sandboxd.service.quotas import Quotas
+from sandboxd.service.scope import current_scope
+from sandboxd.service.settings import ServiceSettings
+
+
+class ServiceCore:
+    """The state the service's parts share; ``SandboxService`` is all of them together."""
+
+    def __init__(self, backend: WorkspaceBackend, settings: ServiceSettings) -> None:
+        self.backend = backend
+        self.settings = settings
+        self.quotas = Quotas(settings)
+
+    async def _owned(self, instance_id: str) -> SandboxInfo | None:
+        """Check that the caller may touch ``instance_id``: its id rules, and for a
+        tenant's token that the sandbox is the tenant's (another tenant's is
+        NotFound, as if it did not exist). The sandbox's info when it was read."""
+        validation.instance_id(instance_id)
+        scope = current_scope()
+        scope.check(instance_id)
+        if scope.tenant is None:
+            return None
+        # Read from the engine on every call, not cached: an id deleted and
+        # created again by another tenant (through any replica) changes hands.
+        info = await self.backend.get(instance_id)
+        if not scope.owns(info.options.labels):
+            raise unknown_instance(instance_id)
+        return info
+
+    async def _workspace(self, instance_id: str) -> Workspace:
+        await self._owned(instance_id)
+        return await self.backend.workspace(instance_id)
+
+    def _check_payload(self, size: int, field: str, *, streaming: str = "") -> None:
+        limit = self.settings.max_payload_bytes
+        if size > limit:
+            advice = (
+                f"send it with the streaming {streaming} call (runtime_client: "
+                "Sandbox.upload; HTTP: PUT .../files/{path}:upload), which takes any size"
+                if streaming
+                else "send it in pieces"
+            )
+            raise ResourceExhausted(
+                f"{field} is {size} bytes, over the payload limit of {limit} bytes "
+                f"(SANDBOXD_MAX_PAYLOAD_BYTES); {advice}"
+            )

@@ -1,0 +1,114 @@
+"""Quotas per tenant: how many sandboxes, how much memory, CPU and disk, how many creates a minute.
+
+Use is derived from the sandboxes' labels (their tenant and effective
+options, as the engine keeps them), never counted in daemon memory: a
+restarted daemon, or a replica, sees the same use. The one exception is the
+rate of creates, which also remembers this daemon's creates of the last
+minute whose sandboxes are already gone (so create-delete loops are counted
+too); across replicas, the rate is what each saw plus what the labels show.
+
+A tenant's creates are taken one at a time (``guard``), so two creates
+cannot both fit in the last free place. Over a quota: RESOURCE_EXHAUSTED
+naming the quota, its limit, the use, and the setting that holds it.
+Tokens without a tenant (the operator's) have no quota.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from sandboxd.contract.errors import QuotaExceeded
+from sandboxd.contract.models import QuotaUse, SandboxInfo, SandboxOptions, TenantUsage
+from sandboxd.service.scope import TENANT_LABEL
+from sandboxd.service.settings import ServiceSettings
+
+WINDOW_S = 60.0
+
+
+@dataclass(frozen=True)
+class Quota:
+    #: What it counts (``QuotaUse.name``).
+    name: str
+    #: The settings attribute holding every tenant's limit (0: none).
+    setting: str
+
+
+QUOTAS: tuple[Quota, ...] = (
+    Quota("sandboxes", "tenant_max_sandboxes"),
+    Quota("memory_bytes", "tenant_max_memory_bytes"),
+    Quota("cpus", "tenant_max_cpus"),
+    Quota("disk_bytes", "tenant_max_disk_bytes"),
+    Quota("creates_per_minute", "tenant_max_creates_per_minute"),
+)
+
+
+def _show(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+class Quotas:
+    def __init__(self, settings: ServiceSettings) -> None:
+        self.settings = settings
+        self._guards: dict[str, asyncio.Lock] = {}
+        self._recent: dict[str, collections.deque[float]] = {}
+
+    def guard(self, tenant: str) -> asyncio.Lock:
+        return self._guards.setdefault(tenant, asyncio.Lock())
+
+    def limit(self, quota: Quota) -> float:
+        return float(getattr(self.settings, quota.setting))
+
+    def use(self, tenant: str, sandboxes: Iterable[SandboxInfo], now: float) -> dict[str, float]:
+        mine = [s for s in sandboxes if s.options.labels.get(TENANT_LABEL) == tenant]
+        since = (now - WINDOW_S) * 1000
+        by_labels = sum(1 for s in mine if s.created_at_ms >= since)
+        recent = self._recent.get(tenant, collections.deque())
+        while recent and recent[0] < now - WINDOW_S:
+            recent.popleft()
+        return {
+            "sandboxes": len(mine),
+            "memory_bytes": sum(s.options.memory_bytes for s in mine),
+            "cpus": sum(s.options.cpus for s in mine),
+            "disk_bytes": sum(s.options.disk_bytes for s in mine),
+            "creates_per_minute": max(by_labels, len(recent)),
+        }
+
+    def check(self, tenant: str, use: dict[str, float], wanted: SandboxOptions) -> None:
+        """Refuse a new sandbox with ``wanted`` options that would go over a quota."""
+        asks = {
+            "sandboxes": 1,
+            "memory_bytes": wanted.memory_bytes,
+            "cpus": wanted.cpus,
+            "disk_bytes": wanted.disk_bytes,
+            "creates_per_minute": 1,
+        }
+        for quota in QUOTAS:
+            limit = self.limit(quota)
+            if limit and use[quota.name] + asks[quota.name] > limit:
+                raise QuotaExceeded(
+                    f"tenant {tenant!r} is at its {quota.name} quota: limit "
+                    f"{_show(limit)}, in use {_show(use[quota.name])}, this create asks "
+                    f"{_show(asks[quota.name])} (SANDBOXD_{quota.setting.upper()})"
+                )
+
+    def created(self, tenant: str, now: float | None = None) -> None:
+        self._recent.setdefault(tenant, collections.deque()).append(
+            time.time() if now is None else now
+        )
+
+    def usage(self, tenants: Iterable[str], sandboxes: list[SandboxInfo]) -> list[TenantUsage]:
+        now = time.time()
+        found = []
+        for tenant in sorted(set(tenants)):
+            use = self.use(tenant, sandboxes, now)
+            found.append(
+                TenantUsage(
+                    tenant,
+                    tuple(QuotaUse(q.name, use[q.name], self.limit(q)) for q in QUOTAS),
+                )
+            )
+        return found

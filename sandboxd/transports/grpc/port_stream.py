@@ -1,0 +1,91 @@
+"""``SandboxPorts``: a client's TCP connection to a server inside a sandbox.
+
+Two flows share ``OpenPort``, each ending on its own like a TCP half-close:
+the client's bytes go in one awaited write at a time (a server that never
+reads holds back this call only), and the server's come out as the pipe
+yields them, against the executor's credits and gRPC's own flow control (a
+client that never reads holds back its own connection only). The call ends
+when both directions have ended, or at once when either side aborts; the
+connection inside is reset then.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import TypeAlias
+
+import grpc
+
+from sandboxd.contract import convert
+from sandboxd.contract.errors import InvalidArgument
+from sandboxd.contract.v1 import sandbox_pb2 as pb
+from sandboxd.contract.v1 import sandbox_pb2_grpc as pb_grpc
+from sandboxd.service.forwarding import DEFAULT_PREVIEW_TTL_S
+from sandboxd.service.ports import Pipe
+from sandboxd.service.sandbox_service import SandboxService
+from sandboxd.transports.auth import Authenticator
+from sandboxd.transports.grpc.status import streaming, unary
+
+Context: TypeAlias = grpc.aio.ServicerContext
+
+
+class PortsServicer(pb_grpc.SandboxPortsServicer):  # type: ignore[misc]
+    def __init__(self, service: SandboxService, authenticator: Authenticator) -> None:
+        self.service = service
+        self.authenticator = authenticator
+
+    @streaming
+    async def OpenPort(
+        self, requests: AsyncIterator[pb.PortInput], context: Context
+    ) -> AsyncIterator[pb.PortOutput]:
+        incoming = aiter(requests)
+        first = await anext(incoming, None)
+        if first is None:
+            return
+        if not first.instance_id or not first.port:
+            raise InvalidArgument("the first PortInput must name instance_id and port")
+        pipe = await self.service.open_port(first.instance_id, first.port, first.host)
+        writer = asyncio.create_task(_client_to_sandbox(pipe, first, incoming))
+        try:
+            yield pb.PortOutput(opened=True)
+            while data := await pipe.read():
+                yield pb.PortOutput(data=data)
+            yield pb.PortOutput(eof=True)
+            # The server ended its direction; the client's may go on.
+            await writer
+        finally:
+            writer.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await writer
+            await pipe.close()
+
+    @unary
+    async def CreatePreview(
+        self, request: pb.CreatePreviewRequest, context: Context
+    ) -> pb.CreatePreviewResponse:
+        preview = await self.service.create_preview(
+            request.instance_id, request.port, request.ttl_s or DEFAULT_PREVIEW_TTL_S
+        )
+        return convert.preview_to_pb(preview)
+
+    @unary
+    async def ListPorts(
+        self, request: pb.ListPortsRequest, context: Context
+    ) -> pb.ListPortsResponse:
+        return convert.listening_ports_to_pb(await self.service.list_ports(request.instance_id))
+
+
+async def _client_to_sandbox(
+    pipe: Pipe, first: pb.PortInput, incoming: AsyncIterator[pb.PortInput]
+) -> None:
+    message: pb.PortInput | None = first
+    while message is not None:
+        if message.data:
+            await pipe.write(message.data)
+        if message.close_write:
+            break
+        message = await anext(incoming, None)
+    # close_write, or the client ended its side of the call: both are its end.
+    await pipe.shutdown_write()

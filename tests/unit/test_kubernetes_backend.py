@@ -1,0 +1,125 @@
+"""The kubernetes backend's pure parts: names, the Pod it asks for, the relay.
+
+The backend against a real cluster is the kubernetes tier (tests/kubernetes).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from sandboxd.backends.kubernetes import manifests
+from sandboxd.backends.kubernetes.backend import CLONE_METHOD, _storage_bytes
+from sandboxd.backends.kubernetes.relay import NO_EXECUTOR, RELAY
+from sandboxd.backends.shared.options import effective
+from sandboxd.contract.models import FORK_METHODS, Runtime, SandboxOptions
+from sandboxd.daemon.settings import Settings
+from sandboxd.executor.main import STATE_DIR
+
+pytestmark = [pytest.mark.unit]
+
+
+def test_names_are_dns_labels_and_tell_every_id_apart() -> None:
+    ids = ["A", "a", "x_y", "x.y", "x-y", "Z" * 128, "0"]
+    names = [manifests.object_name("default", i) for i in ids]
+    assert len(set(names)) == len(ids)
+    for name in names:
+        assert len(name) <= 63
+        assert name == name.lower()
+        assert all(c.isalnum() or c == "-" for c in name)
+        assert name[0].isalnum() and name[-1].isalnum()
+
+
+def test_the_pod_carries_dockers_isolation() -> None:
+    settings = Settings.from_arguments()
+    options = effective(SandboxOptions(runtime=Runtime.RUNSC), settings)
+    meta = manifests.metadata("ns", "Some_Id", options, 1)
+    pod = manifests.pod(meta, options, settings)
+    spec = pod["spec"]
+    [container] = spec["containers"]
+    security = container["securityContext"]
+    assert security["capabilities"] == {"drop": ["ALL"], "add": ["SETUID", "SETGID", "KILL"]}
+    assert security["readOnlyRootFilesystem"] is True
+    assert security["allowPrivilegeEscalation"] is False
+    assert security["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert spec["automountServiceAccountToken"] is False
+    assert spec["enableServiceLinks"] is False
+    assert not any("hostPath" in volume for volume in spec["volumes"])
+    assert spec["runtimeClassName"] == settings.kube_gvisor_runtime_class
+    assert container["stdin"] is True and container["stdinOnce"] is False
+    assert container["resources"]["limits"]["memory"] == str(options.memory_bytes)
+    # The id and the options travel as annotations; labels select.
+    assert meta["annotations"][manifests.INSTANCE_ID] == "Some_Id"
+    assert manifests.options_of(meta) == options
+    assert meta["labels"][manifests.INSTANCE] == manifests.instance_hash("Some_Id")
+
+
+def test_only_sandboxes_asking_for_a_network_escape_the_deny_all_policy() -> None:
+    policy = manifests.deny_all_policy("ns")
+    assert policy["spec"]["policyTypes"] == ["Ingress", "Egress"]
+    assert "ingress" not in policy["spec"] and "egress" not in policy["spec"]
+    with_net = manifests.metadata("ns", "i", SandboxOptions(network=True), 1)
+    without = manifests.metadata("ns", "i", SandboxOptions(), 1)
+    assert manifests.NETWORK in with_net["labels"]
+    assert manifests.NETWORK not in without["labels"]
+
+
+def test_the_fork_method_is_a_known_one() -> None:
+    assert CLONE_METHOD in FORK_METHODS
+
+
+@pytest.mark.parametrize(
+    ("text", "size"), [("268435456", 256 << 20), ("1Gi", 1 << 30), ("64Mi", 64 << 20), ("x", 0)]
+)
+def test_claim_sizes_are_read(text: str, size: int) -> None:
+    assert _storage_bytes({"spec": {"resources": {"requests": {"storage": text}}}}) == size
+
+
+def _relay(state: Path, wait: str) -> subprocess.Popen[bytes]:
+    code = RELAY.replace(repr(STATE_DIR + "/"), repr(str(state) + "/"), 1)
+    code = code.replace(STATE_DIR + "/", str(state) + "/", 1)
+    return subprocess.Popen(
+        [sys.executable, "-I", "-c", code, wait],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the relay checks that the listener is root")
+def test_the_relay_copies_both_ways_and_passes_the_half_close_on(tmp_path: Path) -> None:
+    folder = tmp_path / ("a" * 16)
+    folder.mkdir()
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(folder / "s"))
+    listener.listen(1)
+    got = bytearray()
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        while chunk := conn.recv(65536):
+            got.extend(chunk)
+        conn.sendall(b"reply:" + bytes(got[:5]))
+        conn.close()
+
+    server = threading.Thread(target=serve)
+    server.start()
+    relay = _relay(tmp_path, "5")
+    out, err = relay.communicate(b"hello" + b"x" * 3_000_000, timeout=30)
+    server.join(10)
+    assert relay.returncode == 0, err
+    assert len(got) == 3_000_005
+    assert out == b"reply:hello"
+
+
+def test_the_relay_says_when_there_is_no_executor(tmp_path: Path) -> None:
+    relay = _relay(tmp_path, "0.2")
+    _, err = relay.communicate(b"", timeout=30)
+    assert relay.returncode == NO_EXECUTOR
+    assert b"no executor socket" in err

@@ -1,0 +1,227 @@
+"""Lifetimes on a fake clock: max_lifetime, idle stops, delete_after_stopped, ExtendSandbox.
+
+The backend here is a fake that only keeps what a real one keeps (the
+sandboxes and their notes), so a "daemon restart" is a new service and a new
+keeper over the same backend: nothing of the timers may live in them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+
+import pytest
+
+from sandboxd.backends.shared.errors import unknown_instance
+from sandboxd.contract.errors import InvalidArgument, NotFound
+from sandboxd.contract.models import SandboxInfo, SandboxOptions, TerminationReason
+from sandboxd.daemon.settings import Settings
+from sandboxd.service.lifetimes import LifetimeKeeper
+from sandboxd.service.sandbox_service import SandboxService
+
+pytestmark = [pytest.mark.unit, pytest.mark.anyio]
+
+T0 = 1_800_000_000.0
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = T0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class EngineFake:
+    """What an engine keeps: sandboxes (their state) and the service's notes."""
+
+    name = "fake"
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self.sandboxes: dict[str, SandboxInfo] = {}
+        self.marks: dict[str, dict[str, str]] = {}
+
+    async def create(
+        self, instance_id: str, requested: SandboxOptions, wanted: SandboxOptions
+    ) -> tuple[SandboxInfo, bool]:
+        if instance_id in self.sandboxes:
+            return self.sandboxes[instance_id], False
+        info = SandboxInfo(instance_id, "running", "c", "v", wanted, int(self.clock() * 1000))
+        self.sandboxes[instance_id] = info
+        return info, True
+
+    async def get(self, instance_id: str) -> SandboxInfo:
+        if instance_id not in self.sandboxes:
+            raise unknown_instance(instance_id)
+        return self.sandboxes[instance_id]
+
+    async def list(self, label_selector: Mapping[str, str]) -> list[SandboxInfo]:
+        return sorted(self.sandboxes.values(), key=lambda info: info.instance_id)
+
+    async def delete(self, instance_id: str) -> None:
+        if self.sandboxes.pop(instance_id, None) is None:
+            raise unknown_instance(instance_id)
+
+    async def read_marks(self, instance_id: str | None = None) -> dict[str, dict[str, str]]:
+        if instance_id is None:
+            return {k: dict(v) for k, v in self.marks.items()}
+        return {instance_id: dict(self.marks[instance_id])} if instance_id in self.marks else {}
+
+    async def write_marks(self, instance_id: str, marks: Mapping[str, str]) -> None:
+        if marks:
+            self.marks[instance_id] = dict(marks)
+        else:
+            self.marks.pop(instance_id, None)
+
+    def stop(self, instance_id: str, reason: str) -> None:
+        info = self.sandboxes[instance_id]
+        self.sandboxes[instance_id] = dataclasses.replace(
+            info, state="stopped", termination_reason=reason
+        )
+
+    def start_again(self, instance_id: str) -> None:
+        info = self.sandboxes[instance_id]
+        self.sandboxes[instance_id] = dataclasses.replace(
+            info, state="running", termination_reason=""
+        )
+
+
+class Daemon:
+    """The service and keeper a daemon runs: made afresh by a "restart"."""
+
+    def __init__(self, engine: EngineFake, clock: Clock, **settings: object) -> None:
+        config = Settings(backend="local", **settings)  # type: ignore[arg-type]
+        self.service = SandboxService(engine, config)  # type: ignore[arg-type]
+        self.service.clock = clock
+        self.keeper = LifetimeKeeper(engine, config, clock)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def engine(clock: Clock) -> EngineFake:
+    return EngineFake(clock)
+
+
+async def test_a_lifetime_ends_on_time_and_the_sandbox_is_deleted(
+    engine: EngineFake, clock: Clock
+) -> None:
+    daemon = Daemon(engine, clock)
+    info, _ = await daemon.service.create_sandbox("a", SandboxOptions(max_lifetime_seconds=5))
+    assert info.expires_at_ms == int(T0 * 1000) + 5000
+    clock.now = T0 + 4.999
+    assert await daemon.keeper.sweep() == []
+    assert (await daemon.service.get_sandbox("a")).state == "running"
+    clock.now = T0 + 5
+    expired = await daemon.service.get_sandbox("a")  # before the keeper's next look
+    assert (expired.state, expired.termination_reason) == ("expired", "lifetime")
+    assert await daemon.keeper.sweep() == [("a", "lifetime")]
+    assert engine.sandboxes == {} and engine.marks == {}
+
+
+async def test_the_end_survives_a_daemon_restart(engine: EngineFake, clock: Clock) -> None:
+    first = Daemon(engine, clock)
+    await first.service.create_sandbox("a", SandboxOptions(max_lifetime_seconds=5))
+    clock.now = T0 + 3
+    await first.service.extend_sandbox("a", 10)  # now ends at T0 + 13
+    # The daemon is gone, expiry passes while it is down: a new one deletes at once.
+    clock.now = T0 + 20
+    second = Daemon(engine, clock)
+    listed = await second.service.list_sandboxes()
+    assert [(i.state, i.expires_at_ms) for i in listed] == [("expired", int(T0 * 1000) + 13_000)]
+    assert await second.keeper.sweep() == [("a", "lifetime")]
+
+
+async def test_extend_moves_the_end_within_the_ceiling(engine: EngineFake, clock: Clock) -> None:
+    daemon = Daemon(engine, clock, max_lifetime_ceiling_seconds=60)
+    await daemon.service.create_sandbox("a", SandboxOptions(max_lifetime_seconds=5))
+    clock.now = T0 + 4
+    extended = await daemon.service.extend_sandbox("a", 10)
+    assert extended.expires_at_ms == int((T0 + 14) * 1000)
+    clock.now = T0 + 6
+    assert await daemon.keeper.sweep() == []
+    for seconds in (0, -1, 61):
+        with pytest.raises(InvalidArgument, match="SANDBOXD_MAX_LIFETIME_CEILING_SECONDS"):
+            await daemon.service.extend_sandbox("a", seconds)
+    with pytest.raises(InvalidArgument, match="max_lifetime_seconds 61 is over"):
+        await daemon.service.create_sandbox("b", SandboxOptions(max_lifetime_seconds=61))
+    clock.now = T0 + 14
+    with pytest.raises(NotFound, match="has expired"):
+        await daemon.service.extend_sandbox("a", 10)
+    assert await daemon.keeper.sweep() == [("a", "lifetime")]
+
+
+async def test_no_lifetime_without_one_asked_or_defaulted(engine: EngineFake, clock: Clock) -> None:
+    daemon = Daemon(engine, clock)
+    info, _ = await daemon.service.create_sandbox("a")
+    assert info.expires_at_ms == 0
+    clock.now = T0 + 10**8
+    assert await daemon.keeper.sweep() == []
+    defaulted = Daemon(engine, clock, max_lifetime_seconds=30)
+    info, _ = await defaulted.service.create_sandbox("b")
+    assert info.expires_at_ms == int((T0 + 10**8 + 30) * 1000)
+
+
+async def test_a_note_without_its_end_falls_back_to_creation_time(
+    engine: EngineFake, clock: Clock
+) -> None:
+    """A daemon killed between the create and its note: the end is creation + lifetime
+    (never later), and a note of an earlier sandbox of the same id does not apply."""
+    daemon = Daemon(engine, clock)
+    options = SandboxOptions(max_lifetime_seconds=5)
+    await engine.create("a", options, options)
+    engine.marks["a"] = {"created_at_ms": "1", "expires_at_ms": str(int(T0 * 1000) + 99_000)}
+    clock.now = T0 + 5
+    assert await daemon.keeper.sweep() == [("a", "lifetime")]
+
+
+async def test_a_stop_is_noted_with_its_reason_and_deleted_after(
+    engine: EngineFake, clock: Clock
+) -> None:
+    first = Daemon(engine, clock)
+    options = SandboxOptions(idle_ttl_seconds=2, delete_after_stopped_seconds=10)
+    await first.service.create_sandbox("a", options)
+    clock.now = T0 + 3
+    engine.stop("a", TerminationReason.IDLE)
+    assert await first.keeper.sweep() == []
+    assert engine.marks["a"]["reason"] == "idle"
+    # A restarted engine backend no longer knows it parked the sandbox: the note does.
+    engine.stop("a", "")
+    clock.now = T0 + 12.9
+    second = Daemon(engine, clock)
+    info = await second.service.get_sandbox("a")
+    assert (info.state, info.termination_reason) == ("stopped", "idle")
+    assert await second.keeper.sweep() == []
+    clock.now = T0 + 13
+    assert await second.keeper.sweep() == [("a", "idle")]
+    assert engine.sandboxes == {} and engine.marks == {}
+
+
+async def test_a_sandbox_started_again_forgets_its_stop(engine: EngineFake, clock: Clock) -> None:
+    daemon = Daemon(engine, clock)
+    await daemon.service.create_sandbox("a", SandboxOptions(delete_after_stopped_seconds=10))
+    engine.stop("a", TerminationReason.OUT_OF_MEMORY)
+    await daemon.keeper.sweep()
+    assert (await daemon.service.get_sandbox("a")).termination_reason == "out_of_memory"
+    clock.now = T0 + 5
+    engine.start_again("a")
+    await daemon.keeper.sweep()
+    assert "a" not in engine.marks
+    assert (await daemon.service.get_sandbox("a")).termination_reason == ""
+    clock.now = T0 + 100
+    assert await daemon.keeper.sweep() == []  # it runs: delete_after_stopped does not apply
+
+
+async def test_notes_of_deleted_sandboxes_are_removed(engine: EngineFake, clock: Clock) -> None:
+    daemon = Daemon(engine, clock)
+    await daemon.service.create_sandbox("a", SandboxOptions(max_lifetime_seconds=50))
+    await daemon.service.create_sandbox("b", SandboxOptions(max_lifetime_seconds=50))
+    await daemon.service.delete_sandbox("a")
+    assert set(engine.marks) == {"b"}
+    await engine.delete("b")  # behind the service's back
+    await daemon.keeper.sweep()
+    assert engine.marks == {}
