@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import base64
 import secrets
+import socket
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -103,6 +105,24 @@ def sandboxd_image(cluster: Cluster) -> str:
     return "sandboxd:latest"
 
 
+def _wait_until_the_service_routes(address: str, port: int, within: float = 60.0) -> None:
+    """A rolled-out Deployment is not yet a routed Service: kube-proxy programs
+    the ClusterIP from the EndpointSlice a moment after the Pods turn Ready,
+    and until then the node rejects the connection (seen once in CI as
+    "connection refused" right after `rollout status`)."""
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            with socket.create_connection((address, port), timeout=2):
+                return
+        except OSError as exc:
+            if time.monotonic() > deadline:
+                pytest.fail(
+                    f"the Service {address}:{port} did not route within {within:.0f} s: {exc}"
+                )
+            time.sleep(0.5)
+
+
 async def test_the_deployment_serves_from_inside_the_cluster(
     cluster: Cluster, tier_cleanup: None, sandboxd_image: str, tmp_path: Path
 ) -> None:
@@ -129,6 +149,7 @@ async def test_the_deployment_serves_from_inside_the_cluster(
             pytest.fail(f"the Deployment did not roll out:\n{rollout.stderr}\n{pods}\n{logs}")
         service = cluster.core.read_namespaced_service("sandboxd", name)
         target = f"{service.spec.cluster_ip}:50051"
+        _wait_until_the_service_routes(service.spec.cluster_ip, 50051)
         async with GrpcSandboxFactory(target, token=token) as made:
             sandbox = await made.create_sandbox(f"in-{secrets.token_hex(3)}")
             result = await sandbox.call_tool("bash", {"command": "echo in-cluster"})
