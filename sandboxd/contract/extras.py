@@ -28,6 +28,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
         "uvicorn",
         "wsproto",
         "prometheus_client",
+        "cryptography",
     ),
     "kubernetes": (
         "docker",
@@ -40,6 +41,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
         "uvicorn",
         "wsproto",
         "prometheus_client",
+        "cryptography",
         "aiohttp",
         "yaml",
     ),
