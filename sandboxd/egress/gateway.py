@@ -313,6 +313,10 @@ class Gateway:
         if name is None:
             addresses: list[Address] = [host]  # type: ignore[list-item]
         else:
+            early = rules.before_resolving(name, port)
+            if early is not None:
+                self._record(asked, port, "", via, early)
+                raise _Refused(early)
             try:
                 addresses = await self._resolver.resolve(name)
             except (NotFound, Timeout) as exc:

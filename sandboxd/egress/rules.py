@@ -376,15 +376,56 @@ class Ruleset:
     def from_policy(cls, policy: Policy, own: frozenset[Address] | None = None) -> Ruleset:
         return cls(policy.mode, parse_rules(policy.allow), parse_rules(policy.deny, "deny"), own)
 
-    def decide(self, host: str | None, port: int, address: Address) -> Decision:
+    def before_resolving(self, host: str, port: int) -> Decision | None:
+        """A refusal of a name on the name alone, or None (resolve it, then ``decide``).
+
+        Only a name an allow rule names is ever resolved: the daemon's
+        resolver must not carry what a sandbox spells into a name to a DNS
+        server that is listening (a DNS tunnel through the daemon).
+        """
         if self.mode == "none":
-            return Decision(False, None, "this sandbox's network policy is none: no connections")
+            return _NONE
+        try:
+            normal = normalize_host(host)
+        except InvalidArgument as exc:
+            return Decision(False, None, exc.message)
+        if not isinstance(normal, str) or self.mode == "full":
+            return None
+        for rule in self.deny:
+            if rule.matches_name(normal, port):
+                return Decision(False, rule.text, f"{normal} is denied by rule {rule.text!r}")
+        if any(rule.matches_name(normal, port) for rule in self.allow):
+            return None
+        ports = sorted({r.port for r in self.allow if r.port and r.matches_name(normal, r.port)})
+        if ports:
+            listed = ", ".join(map(str, ports))
+            return Decision(
+                False,
+                None,
+                f"{normal} port {port} is not in this sandbox's allow list "
+                f"(allowed ports: {listed})",
+            )
+        return Decision(False, None, f"{normal} is not in this sandbox's allow list")
+
+    def decide(self, host: str | None, port: int, address: Address) -> Decision:
+        """The decision on a connection to ``address`` asked for as ``host`` (None: as an address).
+
+        A name must be one an allow rule names (``before_resolving``), and the
+        address it resolved to must be no denied, metadata or special one (an
+        address rule inside the special range opens it). An address asked for
+        as such is allowed by an address rule only.
+        """
+        if self.mode == "none":
+            return _NONE
+        name_rule: Rule | None = None
         if host is not None:
-            try:
-                normal = normalize_host(host)
-            except InvalidArgument as exc:
-                return Decision(False, None, exc.message)
+            early = self.before_resolving(host, port)
+            if early is not None:
+                return early
+            normal = normalize_host(host)
             host = normal if isinstance(normal, str) else None
+            if host is not None:
+                name_rule = next((r for r in self.allow if r.matches_name(host, port)), None)
         for net in METADATA:
             if any(form in net for form in _forms(address)):
                 return Decision(
@@ -393,9 +434,7 @@ class Ruleset:
         if self.mode == "full":
             return Decision(True, None, "this sandbox's network policy is full")
         for rule in self.deny:
-            if (host is not None and rule.matches_name(host, port)) or rule.matches_address(
-                address, port
-            ):
+            if rule.matches_address(address, port):
                 return Decision(
                     False, rule.text, f"{host or address} is denied by rule {rule.text!r}"
                 )
@@ -416,16 +455,13 @@ class Ruleset:
                 None,
                 f"{named}, {what}: only an allow rule naming that address or range opens it",
             )
-        for rule in self.allow:
-            if (host is not None and rule.matches_name(host, port)) or rule.matches_address(
-                address, port
-            ):
-                return Decision(True, rule.text, f"allowed by rule {rule.text!r}")
-        if host is not None and any(r.matches_name(host, r.port or port) for r in self.allow):
-            ports = ", ".join(str(r.port) for r in self.allow if r.matches_name(host, r.port or 0))
-            return Decision(
-                False,
-                None,
-                f"{host} port {port} is not in this sandbox's allow list (allowed ports: {ports})",
-            )
-        return Decision(False, None, f"{host or address} is not in this sandbox's allow list")
+        if name_rule is not None:
+            return Decision(True, name_rule.text, f"allowed by rule {name_rule.text!r}")
+        if host is None:
+            for rule in self.allow:
+                if rule.matches_address(address, port):
+                    return Decision(True, rule.text, f"allowed by rule {rule.text!r}")
+        return Decision(False, None, f"{address} is not in this sandbox's allow list")
+
+
+_NONE = Decision(False, None, "this sandbox's network policy is none: no connections")

@@ -138,7 +138,7 @@ async def upstream() -> AsyncIterator[dict[str, list[bytes]]]:
 @pytest.fixture
 def hosts(tmp_path: Path) -> Path:
     path = tmp_path / "hosts"
-    path.write_text(f"{ALLOWED} allowed.test\n{DENIED} denied.test\n")
+    path.write_text(f"{ALLOWED} allowed.test\n{DENIED} denied.test rebind.test\n")
     return path
 
 
@@ -168,7 +168,8 @@ async def running(
             await task
 
 
-POLICY = NetworkPolicy(mode="allow", allow=(ALLOWED,))
+# The name, and the loopback address the tests serve it on (a special range: named explicitly).
+POLICY = NetworkPolicy(mode="allow", allow=("allowed.test", "rebind.test", ALLOWED))
 
 
 async def test_connect_to_an_allowed_host_is_relayed(
@@ -198,15 +199,20 @@ async def test_a_refused_connect_says_why(hosts: Path, upstream: dict[str, list[
         answer = await pipe.recv_all()
         assert answer.startswith(b"HTTP/1.1 403 Forbidden\r\n")
         assert answer.endswith(
-            b"\r\n\r\nsandboxd egress: denied.test resolves to 127.0.0.3, a loopback address: "
+            b"\r\n\r\nsandboxd egress: denied.test is not in this sandbox's allow list\n"
+        )
+        assert [(e.allowed, e.address) for e in h.registry.entries] == [(False, "")]
+        # An allowed name whose address is not: the address decides.
+        pipe = h.open()
+        pipe.send(b"CONNECT rebind.test:8765 HTTP/1.1\r\n\r\n")
+        assert (await pipe.recv_all()).endswith(
+            b"sandboxd egress: rebind.test resolves to 127.0.0.3, a loopback address: "
             b"only an allow rule naming that address or range opens it\n"
         )
-        assert upstream[DENIED] == []
-        assert [e.allowed for e in h.registry.entries] == [False]
-        # Not in the list at all.
         pipe = h.open()
         pipe.send(b"CONNECT 127.0.0.3:8765 HTTP/1.1\r\n\r\n")
         assert b"127.0.0.3, a loopback address" in await pipe.recv_all()
+        assert upstream[DENIED] == []
 
 
 @pytest.mark.parametrize(
@@ -298,7 +304,7 @@ def _client_hello(server_name: str) -> bytes:
 async def test_a_tunnel_whose_sni_names_another_host_is_cut(
     hosts: Path, upstream: dict[str, list[bytes]]
 ) -> None:
-    async with running(hosts, NetworkPolicy(mode="allow", allow=(ALLOWED,))) as h:
+    async with running(hosts, POLICY) as h:
         pipe = h.open()
         hello = _client_hello("evil.test")
         # Sent in two pieces: the check waits for the whole record.
@@ -326,7 +332,7 @@ async def test_a_policy_change_closes_the_live_connections_it_forbids(
         pipe = h.open()
         pipe.send(b"CONNECT allowed.test:8765 HTTP/1.1\r\n\r\nx")
         assert await pipe.recv(43) == b"HTTP/1.1 200 Connection established\r\n\r\nOK x"
-        h.registry.policy = NetworkPolicy(mode="allow", allow=(ALLOWED,), deny=("allowed.test",))
+        h.registry.policy = NetworkPolicy(mode="allow", allow=POLICY.allow, deny=("allowed.test",))
         h.gateway.policy_changed()
         assert await pipe.recv_all() == b""  # the end, at once
         assert h.registry.entries[-1].reason == (

@@ -242,9 +242,11 @@ def test_a_name_rule_never_opens_special_addresses(address: str, what: str) -> N
 
 
 def test_an_address_rule_inside_a_special_range_opens_it() -> None:
-    rules = ruleset("10.0.0.0/8:5432", "192.0.2.2", "fd00::/8")
+    rules = ruleset("10.0.0.0/8:5432", "192.0.2.2", "fd00::/8", "db.internal")
     assert rules.decide(None, 5432, ip_address("10.2.3.4")).allowed
     assert rules.decide("db.internal", 5432, ip_address("10.2.3.4")).allowed
+    # The name must be allowed too: an address rule does not make every name resolvable.
+    assert not rules.decide("other.internal", 5432, ip_address("10.2.3.4")).allowed
     assert rules.decide(None, 80, ip_address("192.0.2.2")).allowed
     assert rules.decide(None, 80, ip_address("fd12::1")).allowed
     # fd00::2 is the host's own: a range around it does not name it.
@@ -265,6 +267,23 @@ def test_metadata_is_never_allowed(address: str) -> None:
     decision = rules.decide("meta.test", 80, ip_address(address))
     assert not decision.allowed
     assert "cloud metadata address: never allowed" in decision.reason
+
+
+def test_names_no_rule_allows_are_refused_before_resolving() -> None:
+    # A DNS tunnel through the daemon: <data>.attacker.example must never reach a resolver.
+    rules = ruleset("allowed.test", "203.0.113.0/24", deny=("bad.allowed.test",))
+    assert rules.before_resolving("allowed.test", 443) is None
+    refused = rules.before_resolving("c2VjcmV0.attacker.example", 443)
+    assert refused is not None and not refused.allowed
+    assert refused.reason == "c2vjcmv0.attacker.example is not in this sandbox's allow list"
+    assert rules.before_resolving("sub.allowed.test", 443) is not None  # not below allowed.test
+    wild = ruleset("*.allowed.test", deny=("bad.allowed.test",))
+    denied = wild.before_resolving("BAD.allowed.test.", 443)
+    assert denied is not None and denied.rule == "bad.allowed.test"
+    none = ruleset(mode="none").before_resolving("allowed.test", 443)
+    assert none is not None and "policy is none" in none.reason
+    # An address rule does not open a name whose address it covers.
+    assert not rules.decide("other.test", 443, PUBLIC).allowed
 
 
 def test_an_invalid_request_host_is_refused_with_why() -> None:

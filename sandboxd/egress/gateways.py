@@ -1,0 +1,154 @@
+"""The daemon's gateways: one per sandbox whose policy is ``allow``, while it runs.
+
+Started when a sandbox's policy becomes ``allow`` (create, a policy change,
+the policies restored after a daemon restart) and whenever the service
+reaches a running workspace that should have one and has not (an executor
+restarted under it); stopped when the policy leaves ``allow`` or the
+sandbox goes. Under ``none`` no proxy listens (a connection to it is
+refused); under ``full`` the container has the engine's network instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Protocol
+
+from sandboxd.backends.shared.pipes import Listener, Pipe
+from sandboxd.contract.errors import SandboxdError
+from sandboxd.egress.gateway import DecisionLog, Gateway, Policies
+from sandboxd.egress.intercept import Interceptor
+from sandboxd.egress.limits import Limits
+from sandboxd.egress.resolver import Resolver
+from sandboxd.egress.rules import Address, Policy
+
+__all__ = ["Accepting", "Gateways"]
+
+log = logging.getLogger(__name__)
+
+#: After a gateway could not listen (the workload holds the port), wait this long to retry.
+RETRY_S = 5.0
+
+
+class Accepting(Protocol):
+    """A live workspace, as far as the gateway needs it."""
+
+    def accept_pipes(self, listeners: Sequence[Listener]) -> AsyncIterator[tuple[str, Pipe]]: ...
+
+
+class Gateways:
+    def __init__(
+        self,
+        policies: Policies,
+        decisions: DecisionLog,
+        resolver: Resolver,
+        limits: Limits,
+        attach: Callable[[str], Awaitable[Accepting | None]],
+        interceptor: Interceptor | None = None,
+        own: frozenset[Address] | None = None,
+    ) -> None:
+        self._policies = policies
+        self._decisions = decisions
+        self._resolver = resolver
+        self._limits = limits
+        #: The running workspace of an id, or None (stopped, gone): never starts one.
+        self._attach = attach
+        self.interceptor = interceptor
+        self._own = own
+        self._running: dict[str, tuple[Gateway, asyncio.Task[None]]] = {}
+        self._failed: dict[str, float] = {}
+        self._attaching: dict[str, asyncio.Task[None]] = {}
+
+    def gateway(self, instance_id: str) -> Gateway | None:
+        entry = self._running.get(instance_id)
+        return entry[0] if entry is not None and not entry[1].done() else None
+
+    def _wanted(self, instance_id: str) -> bool:
+        return self._policies.current(instance_id).mode == "allow"
+
+    def seen(self, instance_id: str, workspace: Accepting) -> None:
+        """The service reached this running workspace: start its gateway if it should have one."""
+        if self.gateway(instance_id) is not None or not self._wanted(instance_id):
+            return
+        if time.monotonic() - self._failed.get(instance_id, -RETRY_S) < RETRY_S:
+            return
+        self._start(instance_id, workspace)
+
+    def changed(self, instance_id: str, policy: Policy) -> None:
+        """The registry's listener: a sandbox's policy in force changed."""
+        gateway = self.gateway(instance_id)
+        if policy.mode != "allow":
+            self._stop_soon(instance_id)
+            return
+        if gateway is not None:
+            gateway.policy_changed()
+            return
+        if instance_id not in self._attaching:
+            task = asyncio.get_running_loop().create_task(self._attach_and_start(instance_id))
+            self._attaching[instance_id] = task
+            task.add_done_callback(lambda _: self._attaching.pop(instance_id, None))
+
+    async def _attach_and_start(self, instance_id: str) -> None:
+        try:
+            workspace = await self._attach(instance_id)
+        except SandboxdError as exc:
+            log.info("egress %s: no workspace to serve: %s", instance_id, exc)
+            return
+        if workspace is not None and self._wanted(instance_id) and not self.gateway(instance_id):
+            self._start(instance_id, workspace)
+
+    def _start(self, instance_id: str, workspace: Accepting) -> None:
+        gateway = Gateway(
+            instance_id,
+            workspace.accept_pipes,
+            self._policies,
+            self._decisions,
+            self._resolver,
+            self._limits,
+            interceptor=self.interceptor,
+            own=self._own,
+        )
+        task = asyncio.get_running_loop().create_task(
+            self._serve(instance_id, gateway), name=f"egress-gateway-{instance_id}"
+        )
+        self._running[instance_id] = (gateway, task)
+
+    async def _serve(self, instance_id: str, gateway: Gateway) -> None:
+        try:
+            await gateway.serve()
+            self._failed[instance_id] = time.monotonic()  # the workspace went: not at once again
+        except asyncio.CancelledError:
+            raise
+        except SandboxdError as exc:
+            # The executor went (stop, restart) or could not listen: seen() starts it again.
+            self._failed[instance_id] = time.monotonic()
+            log.info("egress %s: gateway ended: %s", instance_id, exc)
+        except Exception:
+            self._failed[instance_id] = time.monotonic()
+            log.exception("egress %s: gateway failed", instance_id)
+        finally:
+            entry = self._running.get(instance_id)
+            if entry is not None and entry[0] is gateway:
+                del self._running[instance_id]
+
+    def _stop_soon(self, instance_id: str) -> None:
+        entry = self._running.pop(instance_id, None)
+        self._failed.pop(instance_id, None)
+        if entry is not None:
+            entry[1].cancel()
+
+    async def stop(self, instance_id: str) -> None:
+        entry = self._running.pop(instance_id, None)
+        if entry is not None:
+            entry[1].cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await entry[1]
+
+    async def close(self) -> None:
+        for task in list(self._attaching.values()):
+            task.cancel()
+        for instance_id in list(self._running):
+            await self.stop(instance_id)
