@@ -41,6 +41,7 @@ from sandboxd.contract.models import (
     ToolDescription,
     TreeUploadResult,
 )
+from sandboxd.contract.secrets import Secret, SecretValue
 from sandboxd.contract.v1 import sandbox_pb2 as pb
 
 log = logging.getLogger(__name__)
@@ -61,7 +62,8 @@ _TYPE_TO_PB = {
 _TYPE_FROM_PB = {v: k for k, v in _TYPE_TO_PB.items()}
 
 
-def options_to_pb(options: SandboxOptions) -> pb.SandboxOptions:
+def options_to_pb(options: SandboxOptions, *, secret_values: bool = True) -> pb.SandboxOptions:
+    """``secret_values``: a request carries them; a reply (``info_to_pb``) never does."""
     return pb.SandboxOptions(
         image=options.image,
         env=dict(options.env),
@@ -78,6 +80,27 @@ def options_to_pb(options: SandboxOptions) -> pb.SandboxOptions:
         max_lifetime_seconds=options.max_lifetime_seconds,
         delete_after_stopped_seconds=options.delete_after_stopped_seconds,
         disk_bytes=options.disk_bytes,
+        secrets=[secret_to_pb(secret, value=secret_values) for secret in options.secrets],
+    )
+
+
+def secret_to_pb(secret: Secret, *, value: bool = True) -> pb.Secret:
+    return pb.Secret(
+        name=secret.name,
+        value=secret.value.reveal() if value else "",
+        hosts=list(secret.hosts),
+        env=secret.env,
+        file=secret.file,
+    )
+
+
+def secret_from_pb(message: pb.Secret) -> Secret:
+    return Secret(
+        name=message.name,
+        value=SecretValue(message.value),
+        hosts=tuple(message.hosts),
+        env=message.env,
+        file=message.file,
     )
 
 
@@ -107,6 +130,7 @@ def options_from_pb(message: pb.SandboxOptions, *, request: bool = True) -> Sand
         max_lifetime_seconds=message.max_lifetime_seconds,
         delete_after_stopped_seconds=message.delete_after_stopped_seconds,
         disk_bytes=message.disk_bytes,
+        secrets=tuple(secret_from_pb(secret) for secret in message.secrets),
     )
 
 
@@ -116,7 +140,7 @@ def info_to_pb(info: SandboxInfo) -> pb.SandboxInfo:
         state=info.state,
         container_id=info.container_id,
         volume=info.volume,
-        options=options_to_pb(info.options),
+        options=options_to_pb(info.options, secret_values=False),
         created_at_ms=info.created_at_ms,
         expires_at_ms=info.expires_at_ms,
         termination_reason=info.termination_reason,

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, ClassVar
 
+from sandboxd.contract.secrets import Secret
+
 
 def _frozen_map(value: Mapping[str, str] | None) -> Mapping[str, str]:
     return MappingProxyType(dict(value or {}))
@@ -66,10 +68,14 @@ class SandboxOptions:
     delete_after_stopped_seconds: int = 0
     #: The workspace's own disk size (0: the daemon's default).
     disk_bytes: int = 0
+    #: Secrets the sandbox uses through placeholders (contract/secrets.py); their
+    #: values are write-only: never in to_json, so never in labels or GetSandbox.
+    secrets: tuple[Secret, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "env", _frozen_map(self.env))
         object.__setattr__(self, "labels", _frozen_map(self.labels))
+        object.__setattr__(self, "secrets", tuple(self.secrets))
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -88,6 +94,7 @@ class SandboxOptions:
             "max_lifetime_seconds": self.max_lifetime_seconds,
             "delete_after_stopped_seconds": self.delete_after_stopped_seconds,
             "disk_bytes": self.disk_bytes,
+            "secrets": [secret.to_json() for secret in self.secrets],
         }
 
     @classmethod
@@ -111,11 +118,20 @@ class SandboxOptions:
                 _as_number(data.get("delete_after_stopped_seconds", 0))
             ),
             disk_bytes=int(_as_number(data.get("disk_bytes", 0))),
+            secrets=tuple(
+                Secret.from_json(item)
+                for item in _as_list(data.get("secrets"))
+                if isinstance(item, Mapping)
+            ),
         )
 
 
 def _as_mapping(value: object) -> Mapping[object, object]:
     return value if isinstance(value, Mapping) else {}
+
+
+def _as_list(value: object) -> list[object]:
+    return list(value) if isinstance(value, list | tuple) else []
 
 
 def _as_flag(value: object) -> bool | None:

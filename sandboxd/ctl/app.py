@@ -42,6 +42,7 @@ from sandboxd.contract.models import (
     SandboxToolResult,
     SkippedLink,
 )
+from sandboxd.contract.secrets import Secret, SecretValue
 from sandboxd.contract.tools import BASH_MAX_TIMEOUT_MS, BASH_MIN_TIMEOUT_MS
 from sandboxd.ctl import render
 from sandboxd.ctl.connect import Connection, fail, health, run
@@ -93,11 +94,23 @@ def create(
     network: Annotated[bool | None, typer.Option("--network/--no-network")] = None,
     workdir: Annotated[str, typer.Option(help="working folder (default /workspace)")] = "",
     idle_ttl: Annotated[int, typer.Option(help="stop the container after N idle seconds")] = 0,
+    secret: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="NAME@HOST[,HOST...][=PATH]: the value of this shell's $NAME, sent only in "
+            "request headers to those hosts; the sandbox sees a placeholder in $NAME "
+            "(or in the file PATH). Repeatable."
+        ),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Create an instance's workspace (or find the existing one: create is idempotent)."""
     options = SandboxOptions(
-        image=image, network=network, workdir=workdir, idle_ttl_seconds=idle_ttl
+        image=image,
+        network=network,
+        workdir=workdir,
+        idle_ttl_seconds=idle_ttl,
+        secrets=tuple(_secret(spec) for spec in secret or ()),
     )
 
     async def action(factory: GrpcSandboxFactory) -> Any:
@@ -111,6 +124,25 @@ def create(
     else:
         verb = "created" if created else "exists"
         out.print(f"{verb} {info.instance_id} ({info.state})", highlight=False)
+
+
+def _secret(spec: str) -> Secret:
+    """``NAME@HOSTS[=PATH]``, the value from this process's environment (never argv:
+    a value on the command line is in ``ps`` and shell history)."""
+    name, at, rest = spec.partition("@")
+    hosts, eq, path = rest.partition("=")
+    if not at or not name or not hosts:
+        raise typer.BadParameter(f"--secret {spec!r}: write NAME@HOST[,HOST...][=PATH]")
+    value = os.environ.get(name)
+    if not value:
+        raise typer.BadParameter(f"--secret {name}: set ${name} in this shell to the value")
+    return Secret(
+        name=name,
+        value=SecretValue(value),
+        hosts=tuple(h for h in hosts.split(",") if h),
+        env="" if eq else name,
+        file=path,
+    )
 
 
 @app.command("list")

@@ -21,6 +21,9 @@ from typing import TYPE_CHECKING
 from sandboxd.backends import backend_class
 from sandboxd.daemon.auth import make_authenticator
 from sandboxd.daemon.settings import Settings
+from sandboxd.egress.book import SecretBook
+from sandboxd.egress.ca import CertificateAuthority
+from sandboxd.egress.intercept import SecretInterceptor
 from sandboxd.observability import calls
 from sandboxd.service.lifetimes import LifetimeKeeper
 from sandboxd.service.ports import WorkspaceBackend
@@ -44,7 +47,16 @@ class Daemon:
         self.settings = settings
         self.authenticator = make_authenticator(settings)
         self.backend = backend or make_backend(settings)
-        self.service = SandboxService(self.backend, settings)
+        # Secrets at egress: values in memory (the book), the CA made once in
+        # the state folder; the gateway hands connections to hosts with a
+        # secret to the interceptor (egress/intercept.py).
+        self.secrets = SecretBook()
+        self.interceptor = SecretInterceptor(
+            self.secrets,
+            CertificateAuthority.load_or_create(settings.state_dir),
+            upstream_cafile=settings.egress_upstream_ca,
+        )
+        self.service = SandboxService(self.backend, settings, secrets=self.secrets)
         self.keeper = LifetimeKeeper(self.backend, settings, quotas=self.service.quotas)
         calls.configure(access_log_enabled=settings.access_log)
         self.grpc = GrpcListener(

@@ -63,6 +63,11 @@ class Settings(ServiceSettings, DockerSettings, KubernetesSettings, LocalSetting
         None, description="file of `token [instance-prefix]` lines for the TCP listener"
     )
     backend: BackendName = Field("docker", description="workspace backend")
+    egress_upstream_ca: Path | None = Field(
+        None,
+        description="a PEM file of CAs trusted, besides the system's, for the upstream TLS "
+        "the gateway makes towards hosts with a secret (a private CA; tests)",
+    )
     drain_seconds: float = Field(
         30.0, ge=0, description="on SIGTERM, how long in-flight calls may finish"
     )

@@ -15,6 +15,7 @@ relays those connections end to end, and their certificate is the real one.
 from __future__ import annotations
 
 import datetime
+import fcntl
 import ipaddress
 import os
 import ssl
@@ -28,8 +29,11 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from sandboxd.backends.shared.settings import EGRESS_CA_CERT
+
 KEY_FILE = "egress-ca.key"
-CERT_FILE = "egress-ca.pem"
+CERT_FILE = EGRESS_CA_CERT
+LOCK_FILE = "egress-ca.lock"
 CA_LIFETIME = datetime.timedelta(days=3650)
 LEAF_LIFETIME = datetime.timedelta(hours=24)
 #: A cached leaf is replaced once less than this is left of it.
@@ -63,27 +67,37 @@ class CertificateAuthority:
 
     @classmethod
     def load_or_create(cls, state_dir: Path) -> CertificateAuthority:
-        """The CA kept in ``state_dir``, made there the first time (0700 folder, 0600 key)."""
+        """The CA kept in ``state_dir``, made there the first time (0700 folder, 0600 key).
+
+        Daemons sharing a state folder (tests, replicas on one host) take a
+        lock around the look and the make, so they all end with one CA.
+        """
         state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         key_path, cert_path = state_dir / KEY_FILE, state_dir / CERT_FILE
-        if key_path.exists() and cert_path.exists():
-            _check_private(key_path)
-            key = serialization.load_pem_private_key(key_path.read_bytes(), password=None)
-            if not isinstance(key, ec.EllipticCurvePrivateKey):
-                raise ValueError(f"{key_path} is not an EC private key")
-            return cls(key, x509.load_pem_x509_certificate(cert_path.read_bytes()))
-        key = ec.generate_private_key(ec.SECP256R1())
-        cert = _self_signed(key)
-        _write_private(
-            key_path,
-            key.private_bytes(
-                serialization.Encoding.PEM,
-                serialization.PrivateFormat.PKCS8,
-                serialization.NoEncryption(),
-            ),
-        )
-        _write_private(cert_path, cert.public_bytes(serialization.Encoding.PEM))
-        return cls(key, cert)
+        lock = os.open(state_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if key_path.exists() and cert_path.exists():
+                _check_private(key_path)
+                key = serialization.load_pem_private_key(key_path.read_bytes(), password=None)
+                if not isinstance(key, ec.EllipticCurvePrivateKey):
+                    raise ValueError(f"{key_path} is not an EC private key")
+                return cls(key, x509.load_pem_x509_certificate(cert_path.read_bytes()))
+            key = ec.generate_private_key(ec.SECP256R1())
+            cert = _self_signed(key)
+            _write_private(
+                key_path,
+                key.private_bytes(
+                    serialization.Encoding.PEM,
+                    serialization.PrivateFormat.PKCS8,
+                    serialization.NoEncryption(),
+                ),
+            )
+            # The certificate last: its presence says the pair is whole.
+            _write_private(cert_path, cert.public_bytes(serialization.Encoding.PEM))
+            return cls(key, cert)
+        finally:
+            os.close(lock)
 
     @property
     def cert_pem(self) -> bytes:
@@ -183,9 +197,11 @@ def _self_signed(key: ec.EllipticCurvePrivateKey) -> x509.Certificate:
 
 
 def _write_private(path: Path, data: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, "wb") as out:
         out.write(data)
+    os.replace(temporary, path)
 
 
 def _check_private(path: Path) -> None:

@@ -25,15 +25,17 @@ import asyncio
 import contextlib
 import logging
 import ssl
-import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from sandboxd.contract.secrets import Secret, host_matches, normal_host, placeholder
-from sandboxd.egress.ca import CertificateAuthority
+from sandboxd.contract.secrets import normal_host
+from sandboxd.egress.book import SecretBook
 from sandboxd.egress.headers import HeaderError, RequestRewriter
 from sandboxd.egress.tls import ByteStream, SocketStream, TlsStream
+
+if TYPE_CHECKING:  # cryptography is the server extra's; the service imports the book only
+    from sandboxd.egress.ca import CertificateAuthority
 
 log = logging.getLogger(__name__)
 
@@ -56,39 +58,6 @@ class Interceptor(Protocol):
         tls: bool,
         initial: bytes = b"",
     ) -> None: ...
-
-
-class SecretBook:
-    """The daemon's secrets per sandbox, in memory only (never on disk, never in labels)."""
-
-    def __init__(self) -> None:
-        self._by_instance: dict[str, tuple[Secret, ...]] = {}
-        self._lock = threading.Lock()
-
-    def set(self, instance_id: str, secrets: Sequence[Secret]) -> None:
-        with self._lock:
-            if secrets:
-                self._by_instance[instance_id] = tuple(secrets)
-            else:
-                self._by_instance.pop(instance_id, None)
-
-    def drop(self, instance_id: str) -> None:
-        with self._lock:
-            self._by_instance.pop(instance_id, None)
-
-    def names(self, instance_id: str) -> tuple[str, ...]:
-        with self._lock:
-            return tuple(s.name for s in self._by_instance.get(instance_id, ()))
-
-    def for_host(self, instance_id: str, host: str) -> dict[bytes, bytes]:
-        """placeholder -> value of each secret of the sandbox that may go to ``host``."""
-        with self._lock:
-            secrets = self._by_instance.get(instance_id, ())
-        return {
-            placeholder(instance_id, s.name).encode(): s.value.reveal().encode()
-            for s in secrets
-            if any(host_matches(pattern, host) for pattern in s.hosts)
-        }
 
 
 class SecretInterceptor:
@@ -130,19 +99,17 @@ class SecretInterceptor:
         pending = initial
         try:
             if tls:
-                inner = TlsStream(
+                terminated = TlsStream(
                     sandbox, self.ca.server_context(host), server_side=True, initial=initial
                 )
-                pending = b""
-                async with asyncio.timeout(HANDSHAKE_TIMEOUT_S):
-                    await inner.handshake()  # type: ignore[attr-defined]
+                inner, pending = terminated, b""
+                await asyncio.wait_for(terminated.handshake(), HANDSHAKE_TIMEOUT_S)
                 verified = TlsStream(
                     upstream_stream, self._upstream, server_side=False, server_hostname=host
                 )
                 try:
-                    async with asyncio.timeout(HANDSHAKE_TIMEOUT_S):
-                        await verified.handshake()
-                except (ssl.SSLError, ConnectionError, TimeoutError) as exc:
+                    await asyncio.wait_for(verified.handshake(), HANDSHAKE_TIMEOUT_S)
+                except (ssl.SSLError, ConnectionError, asyncio.TimeoutError) as exc:
                     reason = _tls_reason(exc)
                     log.warning(
                         "egress %s: upstream TLS to %s failed: %s", instance_id, host, reason
@@ -151,7 +118,7 @@ class SecretInterceptor:
                     return
                 upstream_stream = verified
             await _pump_both(instance_id, host, inner, upstream_stream, self.book, pending, tls)
-        except (ssl.SSLError, ConnectionError, TimeoutError, HeaderError) as exc:
+        except (ssl.SSLError, ConnectionError, asyncio.TimeoutError, HeaderError) as exc:
             log.info(
                 "egress %s: intercepted connection to %s ended: %s",
                 instance_id,
@@ -245,7 +212,7 @@ def _tls_reason(exc: BaseException) -> str:
         return f"certificate verify failed ({exc.verify_message})"
     if isinstance(exc, HeaderError):
         return f"not HTTP/1.1 the gateway can frame: {exc}"
-    if isinstance(exc, TimeoutError):
+    if isinstance(exc, asyncio.TimeoutError):
         return "timed out"
     reason = getattr(exc, "reason", None)
     return type(exc).__name__ + (f" ({reason})" if reason else "")

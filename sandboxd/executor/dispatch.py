@@ -23,6 +23,7 @@ from sandboxd.executor import (
     processes,
     transfer,
     tree,
+    trust,
 )
 from sandboxd.executor.records import RECORDED_TOOLS, CallRecords
 from sandboxd.executor.tools import ToolSession
@@ -97,6 +98,9 @@ class Executor:
         self.start_env = dict(os.environ if base_env is None else base_env)
         #: ... and the workload's: that plus the sandbox's env, from hello.
         self.base_env = dict(self.start_env)
+        #: Its parts from hello: the daemon's CA files (executor.trust), the sandbox's env.
+        self.trust_env: dict[str, str] = {}
+        self.options_env: dict[str, str] = {}
         self.max_payload_bytes = max_payload_bytes
         self.max_output_bytes = max_output_bytes
         self.bundle_id = bundle_id
@@ -167,7 +171,12 @@ def _hello(
         ex.read_guard = _bool(args, "read_guard")
     if "env" in args:
         # The sandbox's environment (SandboxOptions.env) is the workload's only.
-        ex.base_env = {**ex.start_env, **_str_map(args, "env")}
+        ex.options_env = _str_map(args, "env")
+    if "trust" in args:
+        # The daemon's egress CA: files in the executor's state, root's (trust.py).
+        with identity.as_executor():
+            ex.trust_env = trust.install(ex.state_dir, _str(args, "trust"))
+    ex.base_env = {**ex.start_env, **ex.trust_env, **ex.options_env}
     if "allow_ptrace" in args:
         isolation.enabled = not _bool(args, "allow_ptrace")
     # A (re)connecting daemon starts with no transfers: the old ones have no

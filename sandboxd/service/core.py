@@ -6,6 +6,7 @@ from sandboxd.backends.shared.errors import unknown_instance
 from sandboxd.contract import validation
 from sandboxd.contract.errors import ResourceExhausted
 from sandboxd.contract.models import SandboxInfo
+from sandboxd.egress.book import SecretBook
 from sandboxd.service.ports import Workspace, WorkspaceBackend
 from sandboxd.service.quotas import Quotas
 from sandboxd.service.scope import current_scope
@@ -15,10 +16,17 @@ from sandboxd.service.settings import ServiceSettings
 class ServiceCore:
     """The state the service's parts share; ``SandboxService`` is all of them together."""
 
-    def __init__(self, backend: WorkspaceBackend, settings: ServiceSettings) -> None:
+    def __init__(
+        self,
+        backend: WorkspaceBackend,
+        settings: ServiceSettings,
+        secrets: SecretBook | None = None,
+    ) -> None:
         self.backend = backend
         self.settings = settings
         self.quotas = Quotas(settings)
+        #: Sandboxes' secret values, for the egress gateway (service/secrets.py).
+        self.secrets = secrets or SecretBook()
 
     async def _owned(self, instance_id: str) -> SandboxInfo | None:
         """Check that the caller may touch ``instance_id``: its id rules, and for a

@@ -18,6 +18,7 @@ from sandboxd.contract.models import (
     ServerStatus,
     TenantUsage,
 )
+from sandboxd.service import secrets
 from sandboxd.service.lifetimes import Lifetimes
 from sandboxd.service.scope import TENANT_LABEL, Scope, check_caller_labels, current_scope
 
@@ -42,7 +43,7 @@ class Lifecycle(Lifetimes):
         validation.instance_id(instance_id)
         scope = current_scope()
         scope.check(instance_id)
-        requested = options or SandboxOptions()
+        requested = secrets.with_placeholders(instance_id, options or SandboxOptions())
         # Defaults and option rules are the service's, the same for every backend.
         wanted = effective(_in_tenant(requested, scope), self.settings)
         if scope.tenant is not None and not scope.owns(await self._labels_of(instance_id)):
@@ -52,6 +53,9 @@ class Lifecycle(Lifetimes):
             info, created = await self.backend.create(instance_id, requested, wanted)
         if not scope.owns(info.options.labels):
             raise _taken(instance_id)
+        if requested.secrets or self.secrets.names(instance_id):
+            workspace = await self.backend.workspace(instance_id)
+            await secrets.deliver(self.secrets, workspace, instance_id, requested.secrets)
         if created:
             return await self._note_created(info), created
         return await self._described(info), created
@@ -107,6 +111,7 @@ class Lifecycle(Lifetimes):
     async def delete_sandbox(self, instance_id: str) -> None:
         await self._owned(instance_id)
         await self.backend.delete(instance_id)
+        self.secrets.drop(instance_id)
         await self._forget(instance_id)
 
     async def restart_sandbox(self, instance_id: str) -> SandboxInfo:

@@ -15,9 +15,10 @@ import pytest
 
 from sandboxd.contract.errors import InvalidArgument
 from sandboxd.contract.secrets import Secret, SecretValue, placeholder, validate
+from sandboxd.egress.book import SecretBook
 from sandboxd.egress.ca import CertificateAuthority
 from sandboxd.egress.headers import HeaderError, RequestRewriter
-from sandboxd.egress.intercept import SecretBook, SecretInterceptor
+from sandboxd.egress.intercept import SecretInterceptor
 from sandboxd.egress.tls import SocketStream
 
 pytestmark = [pytest.mark.unit]

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from sandboxd.contract import convert, models
+from sandboxd.contract import convert, models, secrets
 from sandboxd.contract.v1 import sandbox_pb2 as pb
 from sandboxd.executor.wire import BASE64_SUFFIX
 from sandboxd.transports.http import schemas
@@ -18,6 +18,7 @@ from sandboxd.transports.http import schemas
 # model, message, {model field: proto field} where the names differ, proto-only fields.
 PROTO_PAIRS: list[tuple[type, Any, dict[str, str], set[str]]] = [
     (models.SandboxOptions, pb.SandboxOptions, {}, set()),
+    (secrets.Secret, pb.Secret, {}, set()),
     (models.SandboxInfo, pb.SandboxInfo, {}, set()),
     (models.FileInfo, pb.FileInfo, {}, set()),
     (models.ReadFileResult, pb.ReadFileResponse, {}, set()),
@@ -93,6 +94,7 @@ OPTIONS = models.SandboxOptions(
     max_lifetime_seconds=3600,
     delete_after_stopped_seconds=600,
     disk_bytes=1 << 30,
+    secrets=(secrets.Secret("TOKEN", "v-1", ("api.test", "*.b.test"), env="TOKEN"),),
 )
 ROUND_TRIPS: list[tuple[object, Any, Any]] = [
     (OPTIONS, convert.options_to_pb, convert.options_from_pb),
@@ -104,7 +106,17 @@ ROUND_TRIPS: list[tuple[object, Any, Any]] = [
         convert.tree_upload_from_pb,
     ),
     (
-        models.SandboxInfo("i-1", "stopped", "c1", "v1", OPTIONS, 123, 456, "idle"),
+        # A reply never carries a secret's value (info_to_pb): the info as a daemon keeps it.
+        models.SandboxInfo(
+            "i-1",
+            "stopped",
+            "c1",
+            "v1",
+            models.SandboxOptions.from_json(OPTIONS.to_json()),
+            123,
+            456,
+            "idle",
+        ),
         convert.info_to_pb,
         convert.info_from_pb,
     ),
@@ -160,6 +172,14 @@ def test_convert_round_trips_every_field(value: object, to_pb: Any, from_pb: Any
     assert from_pb(to_pb(value)) == value
 
 
+def test_replies_never_carry_a_secret_value() -> None:
+    info = models.SandboxInfo("i-1", "running", "c1", "v1", OPTIONS, 1, 0, "")
+    assert OPTIONS.secrets[0].value.reveal() == "v-1"
+    assert b"v-1" not in convert.info_to_pb(info).SerializeToString()
+    assert b"v-1" in convert.options_to_pb(OPTIONS).SerializeToString()  # a request does
+    assert "v-1" not in repr(OPTIONS) and "v-1" not in str(schemas.Sandbox.from_model(info))
+
+
 def test_round_trip_values_set_every_field() -> None:
     defaults = models.SandboxOptions()
     unset = [
@@ -174,6 +194,7 @@ def test_round_trip_values_set_every_field() -> None:
 # base64 naming, shared with the executor's wire).
 HTTP_PAIRS: list[tuple[type, type[BaseModel], set[str]]] = [
     (models.SandboxOptions, schemas.SandboxOptions, set()),
+    (secrets.Secret, schemas.Secret, set()),
     (models.SandboxInfo, schemas.Sandbox, set()),
     (models.FileInfo, schemas.FileInfo, set()),
     (models.ReadFileResult, schemas.ReadFileResponse, set()),

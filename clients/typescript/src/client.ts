@@ -60,6 +60,20 @@ export interface SandboxOptions {
   disableReadGuard?: boolean;
   /** Let a call's processes ptrace another call's (gdb -p); off: each call apart. */
   allowPtrace?: boolean;
+  /** Secrets the sandbox uses through a placeholder; the daemon puts the value in
+   * request headers to the secret's hosts only (README "Secrets"). */
+  secrets?: Secret[];
+}
+
+/** One secret: the sandbox sees a placeholder in `env` (a variable) or `file` (a path). */
+export interface Secret {
+  name: string;
+  /** Write-only: never sent back, never in the sandbox. */
+  value: string;
+  /** Hosts the value may go to: `api.example.com`, `*.example.com`. */
+  hosts: string[];
+  env?: string;
+  file?: string;
 }
 
 export interface SandboxInfo {
@@ -240,6 +254,13 @@ function optionsToProto(options: SandboxOptions | undefined): object {
     idleTtlSeconds: o.idleTtlSeconds ?? 0,
     ...(o.disableReadGuard === undefined ? {} : { disableReadGuard: o.disableReadGuard }),
     ...(o.allowPtrace === undefined ? {} : { allowPtrace: o.allowPtrace }),
+    secrets: (o.secrets ?? []).map((s) => ({
+      name: s.name,
+      value: s.value,
+      hosts: s.hosts,
+      env: s.env ?? '',
+      file: s.file ?? '',
+    })),
   };
 }
 

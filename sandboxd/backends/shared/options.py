@@ -94,6 +94,11 @@ def check_same(instance_id: str, requested: SandboxOptions, existing: SandboxOpt
         if field.name == "labels":
             # The daemon's own labels (a tenant's) are not the caller's to repeat.
             have = {k: v for k, v in have.items() if not k.startswith(RESERVED_LABEL_PREFIX)}
+        if field.name == "secrets":
+            # Values are write-only (never kept with the sandbox): names, hosts and
+            # places are compared; a create with new values gives the daemon those.
+            wanted = [secret.to_json() for secret in wanted]
+            have = [secret.to_json() for secret in have]
         if not unset and wanted != have:
             differing.append(field.name)
     if differing:

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from pathlib import Path
 from typing import Any, NoReturn, Protocol
 
 from sandboxd.backends.shared.channel import ExecutorChannel
-from sandboxd.backends.shared.settings import ContainerSettings
+from sandboxd.backends.shared.settings import EGRESS_CA_CERT, ContainerSettings
 from sandboxd.contract.errors import SandboxdError, SandboxUnavailable
 from sandboxd.contract.models import SandboxOptions
 from sandboxd.contract.tools import BASH_MAX_TIMEOUT_S
@@ -38,7 +40,7 @@ def timeout_for(op: str, args: Mapping[str, Any]) -> float:
 
 
 def hello_args(options: SandboxOptions, settings: ContainerSettings) -> dict[str, Any]:
-    return {
+    args = {
         "workdir": options.workdir or "/workspace",
         "max_payload_bytes": settings.max_payload_bytes,
         "max_output_bytes": settings.max_output_bytes,
@@ -47,6 +49,24 @@ def hello_args(options: SandboxOptions, settings: ContainerSettings) -> dict[str
         "env": dict(options.env),
         "allow_ptrace": bool(options.allow_ptrace),
     }
+    ca = trust_pem(settings.state_dir / EGRESS_CA_CERT)
+    if ca is not None:
+        # The workload trusts the daemon's egress CA (executor/trust.py).
+        args["trust"] = ca
+    return args
+
+
+def trust_pem(path: Path) -> str | None:
+    """The egress CA certificate, once read per change of the file; None without one."""
+    try:
+        return _read_pem(path, path.stat().st_mtime_ns)
+    except OSError:
+        return None
+
+
+@functools.lru_cache(maxsize=4)
+def _read_pem(path: Path, mtime_ns: int) -> str:
+    return path.read_text(encoding="ascii")
 
 
 async def handshake(

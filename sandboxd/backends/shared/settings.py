@@ -9,6 +9,7 @@ every value is one flat ``SANDBOXD_*`` variable wherever it is read.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -23,6 +24,17 @@ GiB = 1 << 30
 #: build output, while one sandbox can no longer fill the host (SECURITY.md).
 DEFAULT_DISK_BYTES = 4 << 30
 MIN_DISK_BYTES = 16 * MiB
+#: The daemon's egress CA certificate in ``state_dir`` (sandboxd/egress/ca.py
+#: makes it; hello hands it to every executor to trust: executor/trust.py).
+EGRESS_CA_CERT = "egress-ca.pem"
+
+
+def default_state_dir() -> Path:
+    """Root's daemon keeps its state in /var/lib/sandboxd, anyone else's under $HOME."""
+    if os.geteuid() == 0:
+        return Path("/var/lib/sandboxd")
+    base = os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state")
+    return Path(base) / "sandboxd"
 
 
 class WorkspaceSettings(BaseSettings):
@@ -132,6 +144,12 @@ class ContainerSettings(WorkspaceSettings):
         "as root: never looked up on a PATH (a sandbox's env could point it at a planted one)",
     )
     start_timeout_s: float = Field(60.0, gt=0, description="container start to executor ready")
+    state_dir: Path = Field(
+        default_factory=default_state_dir,
+        description="the daemon's own state: the egress CA (key 0600, made at first start) "
+        "that TLS towards hosts with a secret is terminated with; default /var/lib/sandboxd "
+        "for root, else $XDG_STATE_HOME/sandboxd",
+    )
 
     @field_validator("disk_bytes")
     @classmethod

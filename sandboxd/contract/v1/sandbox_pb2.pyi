@@ -44,7 +44,7 @@ class ExtendSandboxResponse(_message.Message):
     def __init__(self, sandbox: _Optional[_Union[SandboxInfo, _Mapping]] = ...) -> None: ...
 
 class SandboxOptions(_message.Message):
-    __slots__ = ("image", "env", "workdir", "memory_bytes", "cpus", "pids_limit", "network", "runtime", "labels", "idle_ttl_seconds", "disable_read_guard", "allow_ptrace", "max_lifetime_seconds", "delete_after_stopped_seconds", "disk_bytes")
+    __slots__ = ("image", "env", "workdir", "memory_bytes", "cpus", "pids_limit", "network", "runtime", "labels", "idle_ttl_seconds", "disable_read_guard", "allow_ptrace", "max_lifetime_seconds", "delete_after_stopped_seconds", "disk_bytes", "secrets")
     class EnvEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -74,6 +74,7 @@ class SandboxOptions(_message.Message):
     MAX_LIFETIME_SECONDS_FIELD_NUMBER: _ClassVar[int]
     DELETE_AFTER_STOPPED_SECONDS_FIELD_NUMBER: _ClassVar[int]
     DISK_BYTES_FIELD_NUMBER: _ClassVar[int]
+    SECRETS_FIELD_NUMBER: _ClassVar[int]
     image: str
     env: _containers.ScalarMap[str, str]
     workdir: str
@@ -89,7 +90,22 @@ class SandboxOptions(_message.Message):
     max_lifetime_seconds: int
     delete_after_stopped_seconds: int
     disk_bytes: int
-    def __init__(self, image: _Optional[str] = ..., env: _Optional[_Mapping[str, str]] = ..., workdir: _Optional[str] = ..., memory_bytes: _Optional[int] = ..., cpus: _Optional[float] = ..., pids_limit: _Optional[int] = ..., network: _Optional[bool] = ..., runtime: _Optional[_Union[Runtime, str]] = ..., labels: _Optional[_Mapping[str, str]] = ..., idle_ttl_seconds: _Optional[int] = ..., disable_read_guard: _Optional[bool] = ..., allow_ptrace: _Optional[bool] = ..., max_lifetime_seconds: _Optional[int] = ..., delete_after_stopped_seconds: _Optional[int] = ..., disk_bytes: _Optional[int] = ...) -> None: ...
+    secrets: _containers.RepeatedCompositeFieldContainer[Secret]
+    def __init__(self, image: _Optional[str] = ..., env: _Optional[_Mapping[str, str]] = ..., workdir: _Optional[str] = ..., memory_bytes: _Optional[int] = ..., cpus: _Optional[float] = ..., pids_limit: _Optional[int] = ..., network: _Optional[bool] = ..., runtime: _Optional[_Union[Runtime, str]] = ..., labels: _Optional[_Mapping[str, str]] = ..., idle_ttl_seconds: _Optional[int] = ..., disable_read_guard: _Optional[bool] = ..., allow_ptrace: _Optional[bool] = ..., max_lifetime_seconds: _Optional[int] = ..., delete_after_stopped_seconds: _Optional[int] = ..., disk_bytes: _Optional[int] = ..., secrets: _Optional[_Iterable[_Union[Secret, _Mapping]]] = ...) -> None: ...
+
+class Secret(_message.Message):
+    __slots__ = ("name", "value", "hosts", "env", "file")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    HOSTS_FIELD_NUMBER: _ClassVar[int]
+    ENV_FIELD_NUMBER: _ClassVar[int]
+    FILE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    value: str
+    hosts: _containers.RepeatedScalarFieldContainer[str]
+    env: str
+    file: str
+    def __init__(self, name: _Optional[str] = ..., value: _Optional[str] = ..., hosts: _Optional[_Iterable[str]] = ..., env: _Optional[str] = ..., file: _Optional[str] = ...) -> None: ...
 
 class SandboxInfo(_message.Message):
     __slots__ = ("instance_id", "state", "container_id", "volume", "options", "created_at_ms", "expires_at_ms", "termination_reason")

@@ -12,7 +12,7 @@ import base64
 import binascii
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from sandboxd.contract import models
 from sandboxd.contract.errors import InvalidArgument
@@ -39,6 +39,18 @@ class ErrorBody(BaseModel):
 
 
 # ---------------------------------------------------------------- lifecycle
+
+
+class Secret(_Request):
+    """One secret the sandbox uses through a placeholder (README "Secrets")."""
+
+    name: str
+    value: SecretStr | None = Field(
+        default=None, description="write-only: never in a response, a log or the sandbox"
+    )
+    hosts: list[str] = Field(description="hosts the value may go to: a.example.com, *.example.com")
+    env: str = Field(default="", description="the workload's variable holding the placeholder")
+    file: str = Field(default="", description="or an absolute path of a file holding it")
 
 
 class SandboxOptions(_Request):
@@ -71,10 +83,22 @@ class SandboxOptions(_Request):
     disk_bytes: int = Field(
         default=0, description="the workspace's own disk size (0: the daemon's default)"
     )
+    secrets: list[Secret] = Field(
+        default=[], description="secrets used through placeholders; values never come back"
+    )
 
     def to_model(self) -> models.SandboxOptions:
-        # The fields mirror SandboxOptions.to_json, so its inverse converts.
-        return models.SandboxOptions.from_json(self.model_dump())
+        # The fields mirror SandboxOptions.to_json, so its inverse converts; a
+        # secret's value is the one field to_json leaves out, so it is put back.
+        data = self.model_dump()
+        data["secrets"] = [
+            {
+                **secret.model_dump(),
+                "value": secret.value.get_secret_value() if secret.value else "",
+            }
+            for secret in self.secrets
+        ]
+        return models.SandboxOptions.from_json(data)
 
     @classmethod
     def from_model(cls, options: models.SandboxOptions) -> SandboxOptions:
