@@ -51,11 +51,21 @@ class Daemon:
         # the state folder; the gateway hands connections to hosts with a
         # secret to the interceptor (egress/intercept.py).
         self.secrets = SecretBook()
-        self.interceptor = SecretInterceptor(
-            self.secrets,
-            CertificateAuthority.load_or_create(settings.state_dir),
-            upstream_cafile=settings.egress_upstream_ca,
-        )
+        self.interceptor: SecretInterceptor | None = None
+        try:
+            ca = CertificateAuthority.load_or_create(settings.state_dir)
+        except (OSError, ValueError) as exc:
+            # A daemon without a writable state folder still serves everything
+            # else; a create with secrets says why it cannot have them.
+            self.secrets.unavailable = (
+                f"this daemon has no egress CA: {settings.state_dir} could not hold it "
+                f"({exc}); set SANDBOXD_STATE_DIR to a writable folder"
+            )
+            log.warning("egress: secrets are off: %s", self.secrets.unavailable)
+        else:
+            self.interceptor = SecretInterceptor(
+                self.secrets, ca, upstream_cafile=settings.egress_upstream_ca
+            )
         self.service = SandboxService(self.backend, settings, secrets=self.secrets)
         self.keeper = LifetimeKeeper(self.backend, settings, quotas=self.service.quotas)
         calls.configure(access_log_enabled=settings.access_log)

@@ -19,6 +19,8 @@ class SecretBook:
     def __init__(self) -> None:
         self._by_instance: dict[str, tuple[Secret, ...]] = {}
         self._lock = threading.Lock()
+        #: Why this daemon cannot use secrets (no CA); empty: it can.
+        self.unavailable = ""
 
     def set(self, instance_id: str, secrets: Sequence[Secret]) -> None:
         with self._lock:

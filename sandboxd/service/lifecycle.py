@@ -43,7 +43,9 @@ class Lifecycle(Lifetimes):
         validation.instance_id(instance_id)
         scope = current_scope()
         scope.check(instance_id)
-        requested = secrets.with_placeholders(instance_id, options or SandboxOptions())
+        requested = secrets.with_placeholders(
+            self.secrets, instance_id, options or SandboxOptions()
+        )
         # Defaults and option rules are the service's, the same for every backend.
         wanted = effective(_in_tenant(requested, scope), self.settings)
         if scope.tenant is not None and not scope.owns(await self._labels_of(instance_id)):

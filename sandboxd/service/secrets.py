@@ -12,18 +12,22 @@ from __future__ import annotations
 
 import dataclasses
 
-from sandboxd.contract.errors import InvalidArgument
+from sandboxd.contract.errors import InvalidArgument, SandboxUnavailable
 from sandboxd.contract.models import SandboxOptions
 from sandboxd.contract.secrets import Secret, placeholder, validate
 from sandboxd.egress.book import SecretBook
 from sandboxd.service.ports import Workspace
 
 
-def with_placeholders(instance_id: str, options: SandboxOptions) -> SandboxOptions:
+def with_placeholders(
+    book: SecretBook, instance_id: str, options: SandboxOptions
+) -> SandboxOptions:
     """``options`` with its secrets checked (hosts normalised) and each ``env``
     secret's placeholder in the workload's environment."""
     if not options.secrets:
         return options
+    if book.unavailable:
+        raise SandboxUnavailable(book.unavailable)
     secrets = validate(options.secrets)
     env = dict(options.env)
     for secret in secrets:

@@ -13,7 +13,7 @@ import pytest
 from sandboxd.backends.local.backend import LocalBackend
 from sandboxd.backends.shared.session import hello_args
 from sandboxd.backends.shared.settings import EGRESS_CA_CERT
-from sandboxd.contract.errors import AlreadyExists, InvalidArgument
+from sandboxd.contract.errors import AlreadyExists, InvalidArgument, SandboxUnavailable
 from sandboxd.contract.models import ExecRequest, SandboxOptions
 from sandboxd.contract.secrets import Secret, placeholder
 from sandboxd.daemon.settings import Settings
@@ -101,3 +101,32 @@ def test_hello_gives_the_workload_a_bundle_with_the_daemon_ca(tmp_path: Path) ->
     # Without a CA in the state folder hello carries none.
     (state / EGRESS_CA_CERT).unlink()
     assert "trust" not in hello_args(SandboxOptions(), settings)
+
+
+def test_a_daemon_without_a_ca_refuses_secrets_and_serves_the_rest(tmp_path: Path) -> None:
+    from sandboxd.daemon.assembly import Daemon
+
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    settings = Settings.from_arguments(
+        backend="local",
+        local_root=tmp_path / "root",
+        state_dir=blocker / "state",
+        socket=tmp_path / "s.sock",
+    )
+    daemon = Daemon(settings)
+    assert daemon.interceptor is None and "SANDBOXD_STATE_DIR" in daemon.secrets.unavailable
+
+    async def run() -> None:
+        await daemon.backend.start()
+        try:
+            with pytest.raises(SandboxUnavailable, match="no egress CA"):
+                await daemon.service.create_sandbox(
+                    "sb", SandboxOptions(secrets=(Secret("T", VALUE, ("a.test",), env="T"),))
+                )
+            _, created = await daemon.service.create_sandbox("sb", SandboxOptions())
+            assert created
+        finally:
+            await daemon.backend.close()
+
+    asyncio.run(run())
