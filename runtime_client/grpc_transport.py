@@ -32,6 +32,7 @@ from sandboxd.contract.models import (
     SandboxOptions,
     SandboxToolResult,
     ServerStatus,
+    SnapshotInfo,
     ToolDescription,
     TreeDownloadDone,
     TreeUploadResult,
@@ -462,11 +463,46 @@ class GrpcTransport:
                 options=convert.options_to_pb(options or SandboxOptions()),
             )
         )
-        return ForkResult(
-            sandbox=convert.info_from_pb(reply.sandbox),
-            method=reply.method,
-            duration_ms=reply.duration_ms,
+        return convert.copied_from_pb(reply)
+
+    @property
+    def _snapshots(self) -> Any:
+        self.stub  # noqa: B018 -- opens the channel the Snapshots stub shares
+        return pb_grpc.SnapshotsStub(self._channel)  # type: ignore[no-untyped-call]
+
+    @mapped
+    async def create_snapshot(self, instance_id: str, name: str) -> SnapshotInfo:
+        reply = await self._snapshots.CreateSnapshot(
+            pb.CreateSnapshotRequest(instance_id=instance_id, name=name)
         )
+        return convert.snapshot_from_pb(reply.snapshot)
+
+    @mapped
+    async def list_snapshots(self) -> list[SnapshotInfo]:
+        reply = await self._snapshots.ListSnapshots(pb.ListSnapshotsRequest())
+        return [convert.snapshot_from_pb(snapshot) for snapshot in reply.snapshots]
+
+    @mapped
+    async def delete_snapshot(self, name: str) -> None:
+        await self._snapshots.DeleteSnapshot(pb.DeleteSnapshotRequest(name=name))
+
+    @mapped
+    async def restore_snapshot(self, instance_id: str, name: str) -> ForkResult:
+        reply = await self._snapshots.RestoreSnapshot(
+            pb.RestoreSnapshotRequest(instance_id=instance_id, name=name)
+        )
+        return convert.copied_from_pb(reply)
+
+    @mapped
+    async def create_from_snapshot(
+        self, name: str, new_id: str, options: SandboxOptions | None = None
+    ) -> ForkResult:
+        reply = await self._snapshots.CreateFromSnapshot(
+            pb.CreateFromSnapshotRequest(
+                name=name, new_id=new_id, options=convert.options_to_pb(options or SandboxOptions())
+            )
+        )
+        return convert.copied_from_pb(reply)
 
 
 async def _client_stream(

@@ -31,6 +31,7 @@ from sandboxd.contract.models import (
     SandboxOptions,
     SandboxToolResult,
     SkippedLink,
+    SnapshotInfo,
     TreeDownloadDone,
     TreeUploadResult,
     WriteFileResult,
@@ -256,6 +257,17 @@ class Sandbox:
         forked = Sandbox(self._transport, new_id)
         forked.fork_result = result
         return forked
+
+    async def snapshot(self, name: str) -> SnapshotInfo:
+        """Keep this sandbox's files (and options) under ``name``: restore them
+        later, or start new sandboxes from them (the transport's
+        ``create_from_snapshot``; ``list_snapshots``, ``delete_snapshot`` there too)."""
+        return await self._transport.create_snapshot(self.instance_id, name)
+
+    async def restore(self, name: str) -> ForkResult:
+        """Replace this sandbox's files by snapshot ``name``'s; its processes
+        stop and it starts afresh (as ``restart``)."""
+        return await self._transport.restore_snapshot(self.instance_id, name)
 
     # ------------------------------------------------------------ long-lived processes
 

@@ -28,6 +28,7 @@ from sandboxd.contract.models import (
     SandboxOptions,
     SandboxToolResult,
     ServerStatus,
+    SnapshotInfo,
     TreeDownloadDone,
     TreeUploadResult,
     WriteFileResult,
@@ -159,6 +160,18 @@ class SandboxTransport(Protocol):
 
     async def fork_sandbox(
         self, source_id: str, new_id: str, options: SandboxOptions | None = None
+    ) -> ForkResult: ...
+
+    async def create_snapshot(self, instance_id: str, name: str) -> SnapshotInfo: ...
+
+    async def list_snapshots(self) -> list[SnapshotInfo]: ...
+
+    async def delete_snapshot(self, name: str) -> None: ...
+
+    async def restore_snapshot(self, instance_id: str, name: str) -> ForkResult: ...
+
+    async def create_from_snapshot(
+        self, name: str, new_id: str, options: SandboxOptions | None = None
     ) -> ForkResult: ...
     async def start_process(self, instance_id: str, request: ProcessRequest) -> ProcessInfo: ...
 

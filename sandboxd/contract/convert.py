@@ -21,6 +21,7 @@ from sandboxd.contract.models import (
     ExistsResult,
     FileInfo,
     FileType,
+    ForkResult,
     ListeningPort,
     PoolStatus,
     Preview,
@@ -37,6 +38,7 @@ from sandboxd.contract.models import (
     SandboxToolResult,
     ServerStatus,
     SkippedLink,
+    SnapshotInfo,
     TenantUsage,
     ToolDescription,
     TreeUploadResult,
@@ -157,6 +159,45 @@ def info_from_pb(message: pb.SandboxInfo) -> SandboxInfo:
         created_at_ms=message.created_at_ms,
         expires_at_ms=message.expires_at_ms,
         termination_reason=message.termination_reason,
+    )
+
+
+def copied_to_pb(result: ForkResult, message: Any) -> Any:
+    """A fork's answer, or a restore's or a create-from-snapshot's (the same fields)."""
+    return message(
+        sandbox=info_to_pb(result.sandbox), method=result.method, duration_ms=result.duration_ms
+    )
+
+
+def copied_from_pb(message: Any) -> ForkResult:
+    return ForkResult(
+        sandbox=info_from_pb(message.sandbox),
+        method=message.method,
+        duration_ms=message.duration_ms,
+    )
+
+
+def snapshot_to_pb(snapshot: SnapshotInfo) -> pb.SnapshotInfo:
+    return pb.SnapshotInfo(
+        name=snapshot.name,
+        source_id=snapshot.source_id,
+        size_bytes=snapshot.size_bytes,
+        created_at_ms=snapshot.created_at_ms,
+        method=snapshot.method,
+        duration_ms=snapshot.duration_ms,
+        options=options_to_pb(snapshot.options),
+    )
+
+
+def snapshot_from_pb(message: pb.SnapshotInfo) -> SnapshotInfo:
+    return SnapshotInfo(
+        name=message.name,
+        source_id=message.source_id,
+        size_bytes=message.size_bytes,
+        created_at_ms=message.created_at_ms,
+        method=message.method,
+        duration_ms=message.duration_ms,
+        options=options_from_pb(message.options, request=False),
     )
 
 

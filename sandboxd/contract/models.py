@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, ClassVar
 
@@ -358,6 +358,45 @@ class ForkResult:
     sandbox: SandboxInfo
     method: str  # one of FORK_METHODS
     duration_ms: int
+
+
+#: How a snapshot's files were copied (``SnapshotInfo.method``) and how a
+#: restore copied them back: file by file, reflinked where the host's file
+#: system can share blocks, copied otherwise.
+SNAPSHOT_METHODS = ("reflink", "copy")
+
+
+@dataclass(frozen=True)
+class SnapshotInfo:
+    """A named snapshot: a workspace's files at one moment and the options its
+    sandbox had (a sandbox made from it starts with them)."""
+
+    name: str
+    source_id: str  # the sandbox it was taken of
+    size_bytes: int  # its files' bytes, counted against the tenant's disk quota
+    created_at_ms: int
+    method: str  # one of SNAPSHOT_METHODS
+    duration_ms: int
+    options: SandboxOptions
+
+    def to_json(self) -> dict[str, object]:
+        """As JSON: the note kept with a snapshot, and sandboxctl's --json."""
+        values = {item.name: getattr(self, item.name) for item in fields(self)}
+        return {**values, "options": self.options.to_json()}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object]) -> SnapshotInfo:
+        return cls(
+            name=str(data["name"]),
+            source_id=str(data["source_id"]),
+            size_bytes=int(_as_number(data["size_bytes"])),
+            created_at_ms=int(_as_number(data["created_at_ms"])),
+            method=str(data["method"]),
+            duration_ms=int(_as_number(data["duration_ms"])),
+            options=SandboxOptions.from_json(
+                {str(k): v for k, v in _as_mapping(data.get("options")).items()}
+            ),
+        )
 
 
 @dataclass(frozen=True)

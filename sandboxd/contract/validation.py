@@ -70,13 +70,18 @@ def json_tree(value: object, field: str, max_depth: int = MAX_JSON_DEPTH) -> obj
     return value
 
 
-def instance_id(value: str) -> str:
+def instance_id(value: str, what: str = "instance id") -> str:
     if not isinstance(value, str) or not INSTANCE_ID.fullmatch(value):
         raise InvalidArgument(
-            f"invalid instance id {value!r}: use 1-128 characters from [A-Za-z0-9_.-], "
+            f"invalid {what} {value!r}: use 1-128 characters from [A-Za-z0-9_.-], "
             "starting with a letter or digit"
         )
     return value
+
+
+def snapshot_name(value: str) -> str:
+    """A snapshot's name follows the instance id's rules (one pattern for both)."""
+    return instance_id(value, "snapshot name")
 
 
 def path(value: str, field: str = "path") -> str:

@@ -6,6 +6,8 @@
     sandboxctl status
     sandboxctl cp ./repo agent-1:/workspace/repo     # and back: cp agent-1:out ./out
     sandboxctl fork agent-1 agent-1-try2
+    sandboxctl snapshot create agent-1 clean          # then: snapshot restore|list|delete
+    sandboxctl extend agent-1 3600                    # it ends an hour from now
     sandboxctl port-forward agent-1 8080:8000         # curl localhost:8080, until ^C
 
 Tool commands print the tool's text and exit 1 when it is an error result;
@@ -44,7 +46,7 @@ from sandboxd.contract.models import (
 )
 from sandboxd.contract.secrets import Secret, SecretValue
 from sandboxd.contract.tools import BASH_MAX_TIMEOUT_MS, BASH_MIN_TIMEOUT_MS
-from sandboxd.ctl import render
+from sandboxd.ctl import render, snapshots
 from sandboxd.ctl.connect import Connection, fail, health, run
 from sandboxd.ctl.shell import interactive
 
@@ -83,6 +85,8 @@ def _conn(ctx: typer.Context) -> Connection:
     return ctx.obj
 
 
+app.add_typer(snapshots.app, name="snapshot")
+
 # ------------------------------------------------------------------ instances
 
 
@@ -102,6 +106,12 @@ def create(
             "(or in the file PATH). Repeatable."
         ),
     ] = None,
+    max_lifetime: Annotated[
+        int, typer.Option(help="delete the sandbox N seconds after its create")
+    ] = 0,
+    from_snapshot: Annotated[
+        str, typer.Option(help="a new sandbox with this snapshot's files and options")
+    ] = "",
     as_json: JsonFlag = False,
 ) -> None:
     """Create an instance's workspace (or find the existing one: create is idempotent)."""
@@ -111,7 +121,26 @@ def create(
         workdir=workdir,
         idle_ttl_seconds=idle_ttl,
         secrets=tuple(_secret(spec) for spec in secret or ()),
+        max_lifetime_seconds=max_lifetime,
     )
+    if from_snapshot:
+
+        async def restored(factory: GrpcSandboxFactory) -> Any:
+            with err.status(f"creating {instance_id} from {from_snapshot} ..."):
+                return await factory.transport.create_from_snapshot(
+                    from_snapshot, instance_id, options
+                )
+
+        result = run(_conn(ctx), restored)
+        if as_json:
+            typer.echo(json.dumps(snapshots.copied_json(result), indent=2))
+        else:
+            out.print(
+                f"created {instance_id} from snapshot {from_snapshot} "
+                f"({result.method}, {result.duration_ms} ms)",
+                highlight=False,
+            )
+        return
 
     async def action(factory: GrpcSandboxFactory) -> Any:
         # A Docker create may take seconds (no warm pool, a cold image).
@@ -169,6 +198,21 @@ def info(ctx: typer.Context, instance_id: InstanceId) -> None:
         return await factory.transport.get_sandbox(instance_id)
 
     typer.echo(json.dumps(render.info_json(run(_conn(ctx), action)), indent=2))
+
+
+@app.command()
+def extend(
+    ctx: typer.Context,
+    instance_id: InstanceId,
+    seconds: Annotated[int, typer.Argument(help="the sandbox ends this long from now")],
+) -> None:
+    """Let an instance live SECONDS from now (within the daemon's maximum lifetime)."""
+
+    async def action(factory: GrpcSandboxFactory) -> Any:
+        return await factory.transport.extend_sandbox(instance_id, seconds)
+
+    info = run(_conn(ctx), action)
+    out.print(f"{instance_id} ends {render.when(info.expires_at_ms)}", highlight=False)
 
 
 @app.command()

@@ -11,7 +11,7 @@ from rich.table import Table
 from sandboxd.contract.models import SandboxInfo, ServerStatus
 
 
-def _when(ms: int) -> str:
+def when(ms: int) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ms / 1000)) if ms else "-"
 
 
@@ -22,6 +22,8 @@ def info_json(info: SandboxInfo) -> dict[str, Any]:
         "container_id": info.container_id,
         "volume": info.volume,
         "created_at_ms": info.created_at_ms,
+        "expires_at_ms": info.expires_at_ms,
+        "termination_reason": info.termination_reason,
         "options": info.options.to_json(),
     }
 
@@ -34,7 +36,7 @@ def sandboxes_table(infos: Sequence[SandboxInfo]) -> Table:
             info.state,
             info.options.image or "-",
             "on" if info.options.network else "off",
-            _when(info.created_at_ms),
+            when(info.created_at_ms),
         )
     return table
 

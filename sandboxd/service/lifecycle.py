@@ -75,11 +75,16 @@ class Lifecycle(Lifetimes):
         async with self.quotas.guard(tenant):
             mine = await self.backend.list({TENANT_LABEL: tenant})
             if all(info.instance_id != instance_id for info in mine):
-                self.quotas.check(tenant, self.quotas.use(tenant, mine, time.time()), wanted)
+                use = self.quotas.use(tenant, mine, time.time(), await self._stored(tenant))
+                self.quotas.check(tenant, use, wanted)
                 yield
                 self.quotas.created(tenant)
             else:
                 yield
+
+    async def _stored(self, tenant: str) -> int:
+        """The bytes of the tenant's snapshots: its disk quota counts them."""
+        return sum(snapshot.size_bytes for snapshot in await self.backend.snapshots(tenant))
 
     async def _labels_of(self, instance_id: str) -> Mapping[str, str]:
         """An existing sandbox's labels; a free id's are its creator's to be."""
@@ -159,6 +164,8 @@ class Lifecycle(Lifetimes):
         scope = current_scope()
         sandboxes = await self.backend.list(scope.tenant_labels())
         if scope.tenant is not None:
-            return self.quotas.usage([scope.tenant], sandboxes)
-        tenants = {info.options.labels.get(TENANT_LABEL, "") for info in sandboxes} - {""}
-        return self.quotas.usage(tenants, sandboxes)
+            tenants = {scope.tenant}
+        else:
+            tenants = {info.options.labels.get(TENANT_LABEL, "") for info in sandboxes} - {""}
+        stored = {tenant: await self._stored(tenant) for tenant in tenants}
+        return self.quotas.usage(tenants, sandboxes, stored)

@@ -13,6 +13,7 @@ from sandboxd.contract.models import (
     RuntimeInfo,
     SandboxInfo,
     SandboxOptions,
+    SnapshotInfo,
 )
 
 __all__ = ["Listener", "Pipe", "Workspace", "WorkspaceBackend"]
@@ -85,6 +86,22 @@ class WorkspaceBackend(Protocol):
     async def fork(self, source_id: str, new_id: str, override: SandboxOptions) -> ForkResult:
         """A new instance: a consistent copy of the source's files, the source's
         options with ``override``'s set fields; fresh read state and records."""
+        ...
+
+    async def snapshot(self, instance_id: str, name: str, tenant: str) -> SnapshotInfo:
+        """Copy the workspace's files (frozen meanwhile, as for a fork) into a new
+        snapshot ``name`` of ``tenant`` ("": the operator's), kept by the engine."""
+        ...
+
+    async def snapshots(self, tenant: str) -> Sequence[SnapshotInfo]:
+        """The tenant's finished snapshots, by name."""
+        ...
+
+    async def delete_snapshot(self, name: str, tenant: str) -> None: ...
+
+    async def restore(self, instance_id: str, name: str, tenant: str) -> ForkResult:
+        """Replace the workspace's files by the snapshot's; its processes stop
+        and it starts afresh (as ``restart``)."""
         ...
 
     async def workspace(self, instance_id: str) -> Workspace:

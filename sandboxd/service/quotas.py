@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from sandboxd.contract.errors import QuotaExceeded
@@ -62,7 +62,10 @@ class Quotas:
     def limit(self, quota: Quota) -> float:
         return float(getattr(self.settings, quota.setting))
 
-    def use(self, tenant: str, sandboxes: Iterable[SandboxInfo], now: float) -> dict[str, float]:
+    def use(
+        self, tenant: str, sandboxes: Iterable[SandboxInfo], now: float, stored: int = 0
+    ) -> dict[str, float]:
+        """What the tenant uses; ``stored``: the bytes of its snapshots (disk too)."""
         mine = [s for s in sandboxes if s.options.labels.get(TENANT_LABEL) == tenant]
         since = (now - WINDOW_S) * 1000
         by_labels = sum(1 for s in mine if s.created_at_ms >= since)
@@ -73,7 +76,7 @@ class Quotas:
             "sandboxes": len(mine),
             "memory_bytes": sum(s.options.memory_bytes for s in mine),
             "cpus": sum(s.options.cpus for s in mine),
-            "disk_bytes": sum(s.options.disk_bytes for s in mine),
+            "disk_bytes": sum(s.options.disk_bytes for s in mine) + stored,
             "creates_per_minute": max(by_labels, len(recent)),
         }
 
@@ -86,12 +89,19 @@ class Quotas:
             "disk_bytes": wanted.disk_bytes,
             "creates_per_minute": 1,
         }
+        self._check(tenant, use, asks, "this create")
+
+    def check_stored(self, tenant: str, use: dict[str, float], size: int) -> None:
+        """Refuse a new snapshot of ``size`` bytes over the tenant's disk quota."""
+        self._check(tenant, use, {"disk_bytes": size}, "this snapshot")
+
+    def _check(self, tenant: str, use: dict[str, float], asks: dict[str, float], what: str) -> None:
         for quota in QUOTAS:
             limit = self.limit(quota)
-            if limit and use[quota.name] + asks[quota.name] > limit:
+            if quota.name in asks and limit and use[quota.name] + asks[quota.name] > limit:
                 raise QuotaExceeded(
                     f"tenant {tenant!r} is at its {quota.name} quota: limit "
-                    f"{_show(limit)}, in use {_show(use[quota.name])}, this create asks "
+                    f"{_show(limit)}, in use {_show(use[quota.name])}, {what} asks "
                     f"{_show(asks[quota.name])} (SANDBOXD_{quota.setting.upper()})"
                 )
 
@@ -100,11 +110,17 @@ class Quotas:
             time.time() if now is None else now
         )
 
-    def usage(self, tenants: Iterable[str], sandboxes: list[SandboxInfo]) -> list[TenantUsage]:
+    def usage(
+        self,
+        tenants: Iterable[str],
+        sandboxes: list[SandboxInfo],
+        stored: Mapping[str, int] | None = None,
+    ) -> list[TenantUsage]:
+        """Use against quota per tenant; ``stored``: its snapshots' bytes, by tenant."""
         now = time.time()
         found = []
         for tenant in sorted(set(tenants)):
-            use = self.use(tenant, sandboxes, now)
+            use = self.use(tenant, sandboxes, now, (stored or {}).get(tenant, 0))
             found.append(
                 TenantUsage(
                     tenant,

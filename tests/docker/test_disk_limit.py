@@ -206,6 +206,16 @@ async def test_without_a_disk_limit_the_daemon_says_so_loudly(
         volume = docker_client.volumes.get((await box.info()).volume)
         assert disk.DISK_LABEL not in (volume.attrs.get("Labels") or {})
         assert (volume.attrs.get("Options") or {}).get("device") is None
+        if case == "turned-off":  # a plain volume's fork and snapshot: its folder, copied
+            forked = await box.fork("plain-2")
+            assert forked.fork_result is not None and forked.fork_result.method == "copy"
+            assert (await forked.read_file("a.txt")).data == b"ok"
+            await forked.delete()
+            assert (await box.snapshot("kept")).method == "copy"
+            await box.write_file("a.txt", "changed")
+            assert (await box.restore("kept")).method == "copy"
+            assert (await box.read_file("a.txt")).data == b"ok"
+            await factory.transport.delete_snapshot("kept")
         await box.delete()
 
 

@@ -140,3 +140,32 @@ def test_unreachable_daemon(tmp_path: Path) -> None:
     assert listed.exit_code == 125
     assert "SandboxUnavailable" in listed.stderr
     assert ctl.invoke(app, ["health"]).exit_code == 1
+
+
+def test_snapshots_extend_and_max_lifetime(ctl: CliRunner, instance: str) -> None:
+    def ok(*args: str) -> str:
+        result = ctl.invoke(app, list(args))
+        assert result.exit_code == 0, result.output
+        return result.stdout
+
+    ok("write", instance, "f.txt", "one\n")
+    assert ok("snapshot", "create", instance, "v1").startswith(
+        f"snapshot v1 of {instance}: 4 bytes"
+    )
+    ok("write", instance, "f.txt", "two\n")
+    assert ok("snapshot", "restore", instance, "v1").startswith(f"restored {instance} from v1")
+    assert ok("read", instance, "f.txt") == "     1\tone\n"
+    listed = json.loads(ok("snapshot", "list", "--json"))
+    assert [(s["name"], s["source_id"], s["size_bytes"]) for s in listed] == [("v1", instance, 4)]
+    copy = f"{instance}-c"
+    made = json.loads(
+        ok("create", copy, "--from-snapshot", "v1", "--max-lifetime", "600", "--json")
+    )
+    assert made["sandbox"]["instance_id"] == copy
+    assert made["sandbox"]["expires_at_ms"] > 0
+    assert ok("read", copy, "f.txt") == "     1\tone\n"
+    assert ok("extend", copy, "60").startswith(f"{copy} ends ")
+    assert ok("snapshot", "delete", "v1").strip() == "deleted snapshot v1"
+    gone = ctl.invoke(app, ["snapshot", "restore", instance, "v1"])
+    assert gone.exit_code == 125 and "no snapshot named 'v1'" in gone.stderr
+    ok("delete", copy)

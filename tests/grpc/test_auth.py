@@ -154,11 +154,16 @@ def _requests(instance_id: str) -> dict[str, Any]:
         "OpenPort": [pb.PortInput(instance_id=instance_id, port=8000, host="127.0.0.1")],
         "ListPorts": pb.ListPortsRequest(instance_id=instance_id),
         "CreatePreview": pb.CreatePreviewRequest(instance_id=instance_id, port=8000, ttl_s=60),
+        "CreateSnapshot": pb.CreateSnapshotRequest(instance_id=instance_id, name="theirs"),
+        "RestoreSnapshot": pb.RestoreSnapshotRequest(instance_id=instance_id, name="theirs"),
+        # A snapshot is found by name in the caller's tenant: another's is not there.
+        "DeleteSnapshot": pb.DeleteSnapshotRequest(name="theirs"),
+        "CreateFromSnapshot": pb.CreateFromSnapshotRequest(name="theirs", new_id="box-from"),
     }  # fmt: skip
 
 
 #: The RPCs that name no sandbox (and what they show a tenant is tested apart).
-_NO_SANDBOX = {"ListSandboxes", "GetStatus", "ListTools"}
+_NO_SANDBOX = {"ListSandboxes", "GetStatus", "ListTools", "ListSnapshots"}
 
 
 def _methods(channel: grpc.aio.Channel) -> dict[str, Any]:
@@ -205,6 +210,7 @@ async def test_a_tenant_sees_and_touches_only_its_own_sandboxes(tcp_server: Daem
     ):
         theirs = await acme.create_sandbox("box-1")
         await theirs.write_file("f", "acme's\n")
+        await theirs.snapshot("theirs")
         info = await admin.transport.get_sandbox("box-1")
         assert info.options.labels[TENANT_LABEL] == "acme"
         methods = _methods(channel)
@@ -220,6 +226,8 @@ async def test_a_tenant_sees_and_touches_only_its_own_sandboxes(tcp_server: Daem
         assert {f.name for f in await theirs.list_dir(".")} == {"f"}
         assert [i.instance_id for i in await beta.transport.list_sandboxes()] == []
         assert await beta.transport.list_sandboxes({TENANT_LABEL: "acme"}) == []
+        assert [s.name for s in await acme.transport.list_snapshots()] == ["theirs"]
+        assert await beta.transport.list_snapshots() == []
         mine = await beta.create_sandbox("box-2")
         assert (await mine.exec("echo ok")).stdout == b"ok\n"
         assert [i.instance_id for i in await beta.transport.list_sandboxes()] == ["box-2"]

@@ -40,6 +40,11 @@ OPERATIONS = {
     ("put", "/v1/sandboxes/{instance_id}/tree/upload"),
     ("get", "/v1/sandboxes/{instance_id}/tree/download"),
     ("post", "/v1/sandboxes/{instance_id}/fork"),
+    ("post", "/v1/sandboxes/{instance_id}/snapshots"),
+    ("get", "/v1/snapshots"),
+    ("delete", "/v1/snapshots/{name}"),
+    ("post", "/v1/sandboxes/{instance_id}/restore"),
+    ("post", "/v1/snapshots/{name}/sandboxes"),
     ("post", "/v1/sandboxes/{instance_id}/processes"),
     ("get", "/v1/sandboxes/{instance_id}/processes"),
     ("post", "/v1/sandboxes/{instance_id}/processes/{handle}/stdin"),
@@ -57,7 +62,7 @@ OPERATIONS = {
 # change files on the host itself. They are exercised with fixed input in test_api.
 HOST_CHANGING = (
     r"/(tools/(bash|write|edit)|exec(/stream)?|files/(mkdir|remove|upload)|tree/upload|fork"
-    r"|processes(/.*)?)$"
+    r"|processes(/.*)?|snapshots(/.*)?|restore)$"
 )
 
 

@@ -14,6 +14,7 @@ from sandboxd.contract import convert, models, secrets
 from sandboxd.contract.v1 import sandbox_pb2 as pb
 from sandboxd.executor.wire import BASE64_SUFFIX
 from sandboxd.transports.http import schemas
+from sandboxd.transports.http.routes import snapshots as snapshot_routes
 
 # model, message, {model field: proto field} where the names differ, proto-only fields.
 PROTO_PAIRS: list[tuple[type, Any, dict[str, str], set[str]]] = [
@@ -36,6 +37,10 @@ PROTO_PAIRS: list[tuple[type, Any, dict[str, str], set[str]]] = [
     (models.SkippedLink, pb.SkippedLink, {}, set()),
     (models.TreeDownloadDone, pb.DownloadTreeDone, {}, set()),
     (models.ForkResult, pb.ForkSandboxResponse, {}, set()),
+    # RestoreSnapshot and CreateFromSnapshot answer as a fork does.
+    (models.ForkResult, pb.RestoreSnapshotResponse, {}, set()),
+    (models.ForkResult, pb.CreateFromSnapshotResponse, {}, set()),
+    (models.SnapshotInfo, pb.SnapshotInfo, {}, set()),
     (models.RuntimeInfo, pb.RuntimeInfo, {}, set()),
     (models.DiskLimit, pb.DiskLimit, {}, set()),
     (models.TenantUsage, pb.TenantUsage, {}, set()),
@@ -158,6 +163,11 @@ ROUND_TRIPS: list[tuple[object, Any, Any]] = [
         convert.status_from_pb,
     ),
     (
+        models.SnapshotInfo("s-1", "i-1", 5, 123, "copy", 7, OPTIONS),
+        convert.snapshot_to_pb,
+        convert.snapshot_from_pb,
+    ),
+    (
         [models.ToolDescription("t", "does t", {"type": "object", "properties": {}})],
         convert.tool_descriptions_to_pb,
         convert.tool_descriptions_from_pb,
@@ -210,6 +220,8 @@ HTTP_PAIRS: list[tuple[type, type[BaseModel], set[str]]] = [
     (models.QuotaUse, schemas.QuotaUse, set()),
     (models.SandboxToolResult, schemas.ToolCallResponse, set()),
     (models.ToolDescription, schemas.ToolDescription, set()),
+    (models.SnapshotInfo, snapshot_routes.Snapshot, set()),
+    (models.ForkResult, snapshot_routes.SnapshotCopyResponse, set()),
 ]
 
 

@@ -14,10 +14,8 @@ import contextlib
 import logging
 import os
 import secrets
-import subprocess
-import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +26,11 @@ import requests
 from docker.models.containers import Container
 from docker.types import LogConfig, Mount
 
-from sandboxd.backends.docker import disk, marks, runtimes
+from sandboxd.backends.docker import disk, marks, runtimes, snapshots
 from sandboxd.backends.docker.settings import DockerSettings
 from sandboxd.backends.docker.workspace import DockerWorkspace
 from sandboxd.backends.shared import clone, labels
+from sandboxd.backends.shared import snapshots as shared_snapshots
 from sandboxd.backends.shared.errors import unknown_instance
 from sandboxd.backends.shared.options import check_same, effective, overridden
 from sandboxd.backends.shared.pool import WarmPool
@@ -45,6 +44,7 @@ from sandboxd.contract.models import (
     RuntimeInfo,
     SandboxInfo,
     SandboxOptions,
+    SnapshotInfo,
     TerminationReason,
 )
 from sandboxd.executor.bundle import bootstrap_command
@@ -607,56 +607,126 @@ class DockerBackend:
     async def _copy_volume(self, source: Container, target_volume: str) -> str:
         """Copy the source's workspace volume into ``target_volume`` with the
         source frozen (``docker pause``), so the copy is one moment's state."""
-        source_volume = source.labels.get(labels.VOLUME, source.name or "")
-        src = await _thread(lambda: self.client.volumes.get(source_volume).attrs)
+        src = await self._volume_attrs(source)
         dst = await _thread(lambda: self.client.volumes.get(target_volume).attrs)
-        source_path = str(src.get("Mountpoint") or "")
+
+        def copy() -> str:
+            with (
+                disk.volume_folder(src, writable=False) as source_dir,
+                disk.volume_folder(dst, writable=True) as target_dir,
+            ):
+                return clone.copy_tree(source_dir, target_dir)
+
+        async with self._frozen(source):
+            method: str = await anyio.to_thread.run_sync(copy)
+            return method
+
+    async def _volume_attrs(self, container: Container) -> dict[str, Any]:
+        volume = container.labels.get(labels.VOLUME, container.name or "")
+        attrs: dict[str, Any] = await _thread(lambda: self.client.volumes.get(volume).attrs)
+        return attrs
+
+    @contextlib.asynccontextmanager
+    async def _frozen(self, container: Container) -> AsyncIterator[None]:
+        """The container paused (``docker pause``) while the body runs, if it ran."""
+        await _thread(container.reload)
         paused = False
-        await _thread(source.reload)
-        if source.status == "running":
-            await _thread(source.pause)
+        if container.status == "running":
+            await _thread(container.pause)
             paused = True
         try:
-            return await anyio.to_thread.run_sync(
-                self._copy_paths, source_path, src, dst, source.status
-            )
+            yield
         finally:
             if paused:
-                with contextlib.suppress(docker.errors.NotFound, SandboxUnavailable):
-                    await _thread(source.unpause)
+                await self._unpause(container)
 
-    def _copy_paths(
-        self, source_path: str, src: dict[str, Any], dst: dict[str, Any], state: str
-    ) -> str:
-        mounts: list[str] = []
-        try:
-            source_dir = source_path
-            src_device = ((src.get("Options") or {}).get("device")) or ""
-            if src_device and not (state in ("running", "paused") and os.path.ismount(source_path)):
-                source_dir = tempfile.mkdtemp(prefix="sandboxd-fork-src-")
-                subprocess.run(
-                    ["mount", "-o", "ro", src_device, source_dir], check=True, capture_output=True
+    # ------------------------------------------------------------ snapshots
+
+    def _snapshot_lock(self, tenant: str, name: str) -> asyncio.Lock:
+        return self._locks.setdefault(f"snapshot\0{tenant}\0{name}", asyncio.Lock())
+
+    async def snapshot(self, instance_id: str, name: str, tenant: str) -> SnapshotInfo:
+        started = time.monotonic()
+        async with self._lock(instance_id), self._snapshot_lock(tenant, name):
+            container = await self._find(instance_id)
+            if container is None:
+                raise unknown_instance(instance_id)
+            namespace = self.settings.namespace
+            if await _thread(snapshots.volumes, self.client, namespace, tenant, name):
+                raise AlreadyExists(
+                    f"snapshot {name!r} already exists; delete it or choose another"
                 )
-                mounts.append(source_dir)
-            target_dir = str(dst.get("Mountpoint") or "")
-            dst_device = ((dst.get("Options") or {}).get("device")) or ""
-            if dst_device:
-                target_dir = tempfile.mkdtemp(prefix="sandboxd-fork-dst-")
-                subprocess.run(["mount", dst_device, target_dir], check=True, capture_output=True)
-                mounts.append(target_dir)
-            if not os.path.isdir(source_dir) or not os.path.isdir(target_dir):
-                raise SandboxUnavailable(
-                    "fork: the volumes' folders are not reachable from the daemon "
-                    f"({source_dir!r}); run sandboxd on the Docker host to fork"
-                )
-            return clone.copy_tree(source_dir, target_dir)
-        except subprocess.CalledProcessError as exc:
-            raise SandboxUnavailable(f"fork: mounting a disk failed: {exc.stderr!r}") from exc
-        finally:
-            for mount in reversed(mounts):
-                subprocess.run(["umount", mount], capture_output=True)
-                with contextlib.suppress(OSError):
-                    os.rmdir(mount)
+            source = await self._volume_attrs(container)
+            volume = await _thread(
+                snapshots.create_volume, self.client, self.settings.namespace, tenant, name
+            )
+            try:
+                folder = str(volume.attrs.get("Mountpoint") or "")
+
+                options = labels.options_from(container.labels)
+
+                def take() -> SnapshotInfo:
+                    with disk.volume_folder(source, writable=False) as source_dir:
+                        return shared_snapshots.take(
+                            source_dir, folder, name, instance_id, options, started
+                        )
+
+                async with self._frozen(container):
+                    info: SnapshotInfo = await anyio.to_thread.run_sync(take)
+            except BaseException:
+                with contextlib.suppress(docker.errors.NotFound, SandboxUnavailable):
+                    await _thread(volume.remove, force=True)
+                raise
+            return info
+
+    async def snapshots(self, tenant: str) -> Sequence[SnapshotInfo]:
+        found: Sequence[SnapshotInfo] = await _thread(
+            snapshots.finished, self.client, self.settings.namespace, tenant
+        )
+        return found
+
+    async def delete_snapshot(self, name: str, tenant: str) -> None:
+        async with self._snapshot_lock(tenant, name):
+            found = await _thread(
+                snapshots.volumes, self.client, self.settings.namespace, tenant, name
+            )
+            if not found:
+                raise shared_snapshots.unknown(name)
+            for volume in found:
+                with contextlib.suppress(docker.errors.NotFound):
+                    await _thread(volume.remove, force=True)
+
+    async def restore(self, instance_id: str, name: str, tenant: str) -> ForkResult:
+        started = time.monotonic()
+        async with self._lock(instance_id), self._snapshot_lock(tenant, name):
+            container = await self._find(instance_id)
+            if container is None:
+                raise unknown_instance(instance_id)
+            snapshot, folder = await _thread(
+                snapshots.find, self.client, self.settings.namespace, tenant, name
+            )
+            target = await self._volume_attrs(container)
+            image = (target.get("Labels") or {}).get(disk.DISK_LABEL)
+            if image:
+                size = await anyio.to_thread.run_sync(os.path.getsize, image)
+                shared_snapshots.check_fits(snapshot, size)
+            method = ""
+
+            def copy_back() -> str:
+                with disk.volume_folder(target, writable=True) as target_dir:
+                    return shared_snapshots.restore(folder, target_dir)
+
+            async def stopped() -> None:
+                nonlocal method
+                method = await anyio.to_thread.run_sync(copy_back)
+
+            workspace = self._workspace_for(instance_id, container)
+            await workspace.restart(stopped)
+            return ForkResult(
+                sandbox=_info(instance_id, workspace.container),
+                method=method,
+                duration_ms=int((time.monotonic() - started) * 1000),
+            )
 
     def _ours(self, found_labels: Mapping[str, str] | None) -> bool:
         """Made by a daemon of this namespace: nothing else is ever removed

@@ -16,7 +16,9 @@ import functools
 import os
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from sandboxd.backends.shared import clone
 from sandboxd.contract.errors import ResourceExhausted, SandboxUnavailable
@@ -238,3 +240,33 @@ def _reflinks(folder: str) -> bool:
 def attach(image: Path) -> str:
     """Attach ``image`` to a free loop device; returns the device."""
     return _run("losetup", "--find", "--show", str(image))
+
+
+@contextlib.contextmanager
+def volume_folder(attrs: dict[str, Any], *, writable: bool) -> Iterator[str]:
+    """The folder holding a volume's files, for the daemon to copy from or into.
+
+    A disk-image volume is mounted by Docker only while its container runs:
+    otherwise its device is mounted here for the moment (read-only unless
+    ``writable``), and unmounted after. A plain volume is its Mountpoint.
+    """
+    mountpoint = str(attrs.get("Mountpoint") or "")
+    device = (attrs.get("Options") or {}).get("device") or ""
+    if not device or (mountpoint and os.path.ismount(mountpoint)):
+        if not os.path.isdir(mountpoint):
+            raise SandboxUnavailable(
+                f"the volume's folder {mountpoint!r} is not reachable from the daemon; "
+                "run sandboxd on the Docker host"
+            )
+        yield mountpoint
+        return
+    folder = tempfile.mkdtemp(prefix="sandboxd-volume-")
+    try:
+        _run("mount", *(() if writable else ("-o", "ro")), device, folder)
+        try:
+            yield folder
+        finally:
+            subprocess.run(["umount", folder], capture_output=True)
+    finally:
+        with contextlib.suppress(OSError):
+            os.rmdir(folder)

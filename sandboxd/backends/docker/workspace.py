@@ -143,13 +143,17 @@ class DockerWorkspace(PipeEndpoints):
         async with self._connecting:
             await self._drop_channel()
 
-    async def restart(self) -> None:
+    async def restart(self, stopped: Callable[[], Awaitable[None]] | None = None) -> None:
+        """Stop the container and start it again; ``stopped`` runs in between,
+        while nothing in the sandbox runs (a snapshot's restore)."""
         async with self._connecting:
             await self._drop_channel()
             with contextlib.suppress(docker.errors.NotFound, SandboxdError):
                 await self._run(self._container.kill)
             with contextlib.suppress(docker.errors.NotFound, SandboxdError):
                 await self._run(self._container.wait, timeout=30)
+            if stopped is not None:
+                await stopped()
             self._channel = await self._connect()
             self.activity.parked = False
 

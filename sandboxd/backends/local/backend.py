@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import threading
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ import anyio
 
 from sandboxd.backends.local.settings import LocalSettings
 from sandboxd.backends.shared import clone
+from sandboxd.backends.shared import snapshots as shared_snapshots
 from sandboxd.backends.shared.errors import unknown_instance
 from sandboxd.backends.shared.options import DEFAULT_WORKDIR, check_same, effective, overridden
 from sandboxd.backends.shared.pipes import PipeEndpoints
@@ -32,6 +34,7 @@ from sandboxd.contract.models import (
     RuntimeInfo,
     SandboxInfo,
     SandboxOptions,
+    SnapshotInfo,
 )
 from sandboxd.executor import files
 from sandboxd.executor.credits import WINDOW, Credits
@@ -289,6 +292,74 @@ class LocalBackend:
                 method=method,
                 duration_ms=int((time.monotonic() - started) * 1000),
             )
+
+    # ------------------------------------------------------------ snapshots
+
+    def _snapshot_folder(self, tenant: str, name: str | None = None) -> Path:
+        # A tenant's name may hold any character: its folder is named by a digest.
+        owner = hashlib.sha256(tenant.encode()).hexdigest()[:16] if tenant else "operator"
+        folder = self.root / _META / "snapshots" / owner
+        return folder if name is None else folder / name
+
+    async def snapshot(self, instance_id: str, name: str, tenant: str) -> SnapshotInfo:
+        started = time.monotonic()
+        folder = self._snapshot_folder(tenant, name)
+        async with self._locks.setdefault(instance_id, asyncio.Lock()):
+            meta = self._read_meta(instance_id)
+            if meta is None:
+                raise unknown_instance(instance_id)
+            try:
+                folder.mkdir(parents=True)
+            except FileExistsError:
+                raise AlreadyExists(
+                    f"snapshot {name!r} already exists; delete it or choose another"
+                ) from None
+            try:
+                workspace = await self.workspace(instance_id)
+                options = SandboxOptions.from_json(meta.get("options", {}))
+                async with workspace.paused():
+                    info = await anyio.to_thread.run_sync(
+                        shared_snapshots.take,
+                        str(self.root / instance_id),
+                        str(folder),
+                        name,
+                        instance_id,
+                        options,
+                        started,
+                    )
+            except BaseException:
+                await anyio.to_thread.run_sync(shared_snapshots.remove, folder)
+                raise
+            return info
+
+    async def snapshots(self, tenant: str) -> Sequence[SnapshotInfo]:
+        folder = self._snapshot_folder(tenant)
+        found = []
+        for path in sorted(folder.iterdir()) if folder.is_dir() else []:
+            note = shared_snapshots.read_note(str(path))
+            if note is not None:
+                found.append(note)
+        return found
+
+    async def delete_snapshot(self, name: str, tenant: str) -> None:
+        folder = self._snapshot_folder(tenant, name)
+        if not folder.is_dir():
+            raise shared_snapshots.unknown(name)
+        await anyio.to_thread.run_sync(shared_snapshots.remove, folder)
+
+    async def restore(self, instance_id: str, name: str, tenant: str) -> ForkResult:
+        started = time.monotonic()
+        folder = self._snapshot_folder(tenant, name)
+        if shared_snapshots.read_note(str(folder)) is None:
+            raise shared_snapshots.unknown(name)
+        info = await self.restart(instance_id)  # no executor runs while the files change
+        async with self._locks.setdefault(instance_id, asyncio.Lock()):
+            method = await anyio.to_thread.run_sync(
+                shared_snapshots.restore, str(folder), str(self.root / instance_id)
+            )
+        return ForkResult(
+            sandbox=info, method=method, duration_ms=int((time.monotonic() - started) * 1000)
+        )
 
     def _remove_files(self, instance_id: str) -> None:
         _remove_quietly(self.root / instance_id)

@@ -43,6 +43,96 @@ class ExtendSandboxResponse(_message.Message):
     sandbox: SandboxInfo
     def __init__(self, sandbox: _Optional[_Union[SandboxInfo, _Mapping]] = ...) -> None: ...
 
+class SnapshotInfo(_message.Message):
+    __slots__ = ("name", "source_id", "size_bytes", "created_at_ms", "method", "duration_ms", "options")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_ID_FIELD_NUMBER: _ClassVar[int]
+    SIZE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    METHOD_FIELD_NUMBER: _ClassVar[int]
+    DURATION_MS_FIELD_NUMBER: _ClassVar[int]
+    OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    source_id: str
+    size_bytes: int
+    created_at_ms: int
+    method: str
+    duration_ms: int
+    options: SandboxOptions
+    def __init__(self, name: _Optional[str] = ..., source_id: _Optional[str] = ..., size_bytes: _Optional[int] = ..., created_at_ms: _Optional[int] = ..., method: _Optional[str] = ..., duration_ms: _Optional[int] = ..., options: _Optional[_Union[SandboxOptions, _Mapping]] = ...) -> None: ...
+
+class CreateSnapshotRequest(_message.Message):
+    __slots__ = ("instance_id", "name")
+    INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    instance_id: str
+    name: str
+    def __init__(self, instance_id: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+
+class CreateSnapshotResponse(_message.Message):
+    __slots__ = ("snapshot",)
+    SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
+    snapshot: SnapshotInfo
+    def __init__(self, snapshot: _Optional[_Union[SnapshotInfo, _Mapping]] = ...) -> None: ...
+
+class ListSnapshotsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListSnapshotsResponse(_message.Message):
+    __slots__ = ("snapshots",)
+    SNAPSHOTS_FIELD_NUMBER: _ClassVar[int]
+    snapshots: _containers.RepeatedCompositeFieldContainer[SnapshotInfo]
+    def __init__(self, snapshots: _Optional[_Iterable[_Union[SnapshotInfo, _Mapping]]] = ...) -> None: ...
+
+class DeleteSnapshotRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class DeleteSnapshotResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class RestoreSnapshotRequest(_message.Message):
+    __slots__ = ("instance_id", "name")
+    INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    instance_id: str
+    name: str
+    def __init__(self, instance_id: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+
+class RestoreSnapshotResponse(_message.Message):
+    __slots__ = ("sandbox", "method", "duration_ms")
+    SANDBOX_FIELD_NUMBER: _ClassVar[int]
+    METHOD_FIELD_NUMBER: _ClassVar[int]
+    DURATION_MS_FIELD_NUMBER: _ClassVar[int]
+    sandbox: SandboxInfo
+    method: str
+    duration_ms: int
+    def __init__(self, sandbox: _Optional[_Union[SandboxInfo, _Mapping]] = ..., method: _Optional[str] = ..., duration_ms: _Optional[int] = ...) -> None: ...
+
+class CreateFromSnapshotRequest(_message.Message):
+    __slots__ = ("name", "new_id", "options")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    NEW_ID_FIELD_NUMBER: _ClassVar[int]
+    OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    new_id: str
+    options: SandboxOptions
+    def __init__(self, name: _Optional[str] = ..., new_id: _Optional[str] = ..., options: _Optional[_Union[SandboxOptions, _Mapping]] = ...) -> None: ...
+
+class CreateFromSnapshotResponse(_message.Message):
+    __slots__ = ("sandbox", "method", "duration_ms")
+    SANDBOX_FIELD_NUMBER: _ClassVar[int]
+    METHOD_FIELD_NUMBER: _ClassVar[int]
+    DURATION_MS_FIELD_NUMBER: _ClassVar[int]
+    sandbox: SandboxInfo
+    method: str
+    duration_ms: int
+    def __init__(self, sandbox: _Optional[_Union[SandboxInfo, _Mapping]] = ..., method: _Optional[str] = ..., duration_ms: _Optional[int] = ...) -> None: ...
+
 class SandboxOptions(_message.Message):
     __slots__ = ("image", "env", "workdir", "memory_bytes", "cpus", "pids_limit", "network", "runtime", "labels", "idle_ttl_seconds", "disable_read_guard", "allow_ptrace", "max_lifetime_seconds", "delete_after_stopped_seconds", "disk_bytes", "secrets")
     class EnvEntry(_message.Message):

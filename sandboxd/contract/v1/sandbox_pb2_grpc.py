@@ -105,6 +105,269 @@ class Lifetimes:
             _registered_method=True)
 
 
+class SnapshotsStub:
+    """Named snapshots of a workspace: its files at one moment (a running sandbox
+    is frozen while they are copied, as for ForkSandbox) and its options. Kept
+    by the engine (a labelled volume, a folder), not in daemon memory: they
+    outlive a daemon restart and a host reboot. Names are the caller's
+    tenant's (INSTANCE_ID rules); their bytes count against its disk quota.
+    """
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.CreateSnapshot = channel.unary_unary(
+                '/sandboxd.v1.Snapshots/CreateSnapshot',
+                request_serializer=sandboxd_dot_v1_dot_sandbox__pb2.CreateSnapshotRequest.SerializeToString,
+                response_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.CreateSnapshotResponse.FromString,
+                _registered_method=True)
+        self.ListSnapshots = channel.unary_unary(
+                '/sandboxd.v1.Snapshots/ListSnapshots',
+                request_serializer=sandboxd_dot_v1_dot_sandbox__pb2.ListSnapshotsRequest.SerializeToString,
+                response_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.ListSnapshotsResponse.FromString,
+                _registered_method=True)
+        self.DeleteSnapshot = channel.unary_unary(
+                '/sandboxd.v1.Snapshots/DeleteSnapshot',
+                request_serializer=sandboxd_dot_v1_dot_sandbox__pb2.DeleteSnapshotRequest.SerializeToString,
+                response_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.DeleteSnapshotResponse.FromString,
+                _registered_method=True)
+        self.RestoreSnapshot = channel.unary_unary(
+                '/sandboxd.v1.Snapshots/RestoreSnapshot',
+                request_serializer=sandboxd_dot_v1_dot_sandbox__pb2.RestoreSnapshotRequest.SerializeToString,
+                response_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.RestoreSnapshotResponse.FromString,
+                _registered_method=True)
+        self.CreateFromSnapshot = channel.unary_unary(
+                '/sandboxd.v1.Snapshots/CreateFromSnapshot',
+                request_serializer=sandboxd_dot_v1_dot_sandbox__pb2.CreateFromSnapshotRequest.SerializeToString,
+                response_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.CreateFromSnapshotResponse.FromString,
+                _registered_method=True)
+
+
+class SnapshotsServicer:
+    """Named snapshots of a workspace: its files at one moment (a running sandbox
+    is frozen while they are copied, as for ForkSandbox) and its options. Kept
+    by the engine (a labelled volume, a folder), not in daemon memory: they
+    outlive a daemon restart and a host reboot. Names are the caller's
+    tenant's (INSTANCE_ID rules); their bytes count against its disk quota.
+    """
+
+    def CreateSnapshot(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListSnapshots(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteSnapshot(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RestoreSnapshot(self, request, context):
+        """Replace the sandbox's files with the snapshot's: its processes are
+        stopped and it starts afresh (as RestartSandbox), with the snapshot's files.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CreateFromSnapshot(self, request, context):
+        """A new sandbox with the snapshot's options (fields set in `options`
+        replace them, as for ForkSandbox) and its files.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_SnapshotsServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'CreateSnapshot': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateSnapshot,
+                    request_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.CreateSnapshotRequest.FromString,
+                    response_serializer=sandboxd_dot_v1_dot_sandbox__pb2.CreateSnapshotResponse.SerializeToString,
+            ),
+            'ListSnapshots': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListSnapshots,
+                    request_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.ListSnapshotsRequest.FromString,
+                    response_serializer=sandboxd_dot_v1_dot_sandbox__pb2.ListSnapshotsResponse.SerializeToString,
+            ),
+            'DeleteSnapshot': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteSnapshot,
+                    request_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.DeleteSnapshotRequest.FromString,
+                    response_serializer=sandboxd_dot_v1_dot_sandbox__pb2.DeleteSnapshotResponse.SerializeToString,
+            ),
+            'RestoreSnapshot': grpc.unary_unary_rpc_method_handler(
+                    servicer.RestoreSnapshot,
+                    request_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.RestoreSnapshotRequest.FromString,
+                    response_serializer=sandboxd_dot_v1_dot_sandbox__pb2.RestoreSnapshotResponse.SerializeToString,
+            ),
+            'CreateFromSnapshot': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateFromSnapshot,
+                    request_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.CreateFromSnapshotRequest.FromString,
+                    response_serializer=sandboxd_dot_v1_dot_sandbox__pb2.CreateFromSnapshotResponse.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'sandboxd.v1.Snapshots', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('sandboxd.v1.Snapshots', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class Snapshots:
+    """Named snapshots of a workspace: its files at one moment (a running sandbox
+    is frozen while they are copied, as for ForkSandbox) and its options. Kept
+    by the engine (a labelled volume, a folder), not in daemon memory: they
+    outlive a daemon restart and a host reboot. Names are the caller's
+    tenant's (INSTANCE_ID rules); their bytes count against its disk quota.
+    """
+
+    @staticmethod
+    def CreateSnapshot(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sandboxd.v1.Snapshots/CreateSnapshot',
+            sandboxd_dot_v1_dot_sandbox__pb2.CreateSnapshotRequest.SerializeToString,
+            sandboxd_dot_v1_dot_sandbox__pb2.CreateSnapshotResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListSnapshots(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sandboxd.v1.Snapshots/ListSnapshots',
+            sandboxd_dot_v1_dot_sandbox__pb2.ListSnapshotsRequest.SerializeToString,
+            sandboxd_dot_v1_dot_sandbox__pb2.ListSnapshotsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteSnapshot(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sandboxd.v1.Snapshots/DeleteSnapshot',
+            sandboxd_dot_v1_dot_sandbox__pb2.DeleteSnapshotRequest.SerializeToString,
+            sandboxd_dot_v1_dot_sandbox__pb2.DeleteSnapshotResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RestoreSnapshot(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sandboxd.v1.Snapshots/RestoreSnapshot',
+            sandboxd_dot_v1_dot_sandbox__pb2.RestoreSnapshotRequest.SerializeToString,
+            sandboxd_dot_v1_dot_sandbox__pb2.RestoreSnapshotResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateFromSnapshot(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sandboxd.v1.Snapshots/CreateFromSnapshot',
+            sandboxd_dot_v1_dot_sandbox__pb2.CreateFromSnapshotRequest.SerializeToString,
+            sandboxd_dot_v1_dot_sandbox__pb2.CreateFromSnapshotResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+
 class SandboxServiceStub:
     """Missing associated documentation comment in .proto file."""
 

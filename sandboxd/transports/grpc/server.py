@@ -25,10 +25,12 @@ from sandboxd.transports.auth import Authenticator
 from sandboxd.transports.grpc.lifetimes import LifetimesServicer
 from sandboxd.transports.grpc.port_stream import PortsServicer
 from sandboxd.transports.grpc.servicer import SandboxServicer
+from sandboxd.transports.grpc.snapshots import SnapshotsServicer
 
 SERVICE_NAME = sandbox_pb2.DESCRIPTOR.services_by_name["SandboxService"].full_name
 PORTS_SERVICE_NAME = sandbox_pb2.DESCRIPTOR.services_by_name["SandboxPorts"].full_name
 LIFETIMES_NAME = sandbox_pb2.DESCRIPTOR.services_by_name["Lifetimes"].full_name
+SNAPSHOTS_NAME = sandbox_pb2.DESCRIPTOR.services_by_name["Snapshots"].full_name
 
 
 def _claim_socket_path(path: Path) -> None:
@@ -81,12 +83,16 @@ class GrpcListener:
         sandbox_pb2_grpc.add_LifetimesServicer_to_server(  # type: ignore[no-untyped-call]
             LifetimesServicer(service, authenticator), self._server
         )
+        sandbox_pb2_grpc.add_SnapshotsServicer_to_server(  # type: ignore[no-untyped-call]
+            SnapshotsServicer(service, authenticator), self._server
+        )
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self._server)
         reflection.enable_server_reflection(
             (
                 SERVICE_NAME,
                 PORTS_SERVICE_NAME,
                 LIFETIMES_NAME,
+                SNAPSHOTS_NAME,
                 health.SERVICE_NAME,
                 reflection.SERVICE_NAME,
             ),

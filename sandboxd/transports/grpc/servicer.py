@@ -340,11 +340,8 @@ class SandboxServicer(pb_grpc.SandboxServiceServicer):  # type: ignore[misc]
         result = await self.service.fork_sandbox(
             request.source_id, request.new_id, convert.options_from_pb(request.options)
         )
-        return pb.ForkSandboxResponse(
-            sandbox=convert.info_to_pb(result.sandbox),
-            method=result.method,
-            duration_ms=result.duration_ms,
-        )
+        answer: pb.ForkSandboxResponse = convert.copied_to_pb(result, pb.ForkSandboxResponse)
+        return answer
 
 
 async def _header(messages: AsyncIterator[Any], call: str) -> Any:

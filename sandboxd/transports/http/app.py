@@ -19,6 +19,7 @@ from sandboxd.transports.http.routes import (
     ports,
     process,
     processes,
+    snapshots,
     tools,
     transfer,
 )
@@ -42,7 +43,7 @@ def create_app(
         "`Authorization: Bearer <token>` on every /v1 call.",
     )
     app.state.sandboxd = AppState(service, authenticator, lifecycle_state)
-    for module in (lifecycle, tools, files, process, processes, ops, transfer, ports):
+    for module in (lifecycle, snapshots, tools, files, process, processes, ops, transfer, ports):
         app.include_router(module.router)
     errors.install(app)
     openapi.install(app)
