@@ -23,6 +23,8 @@ from sandboxd.contract.models import (
     FileInfo,
     ForkResult,
     ListeningPort,
+    NetworkDecision,
+    NetworkPolicy,
     Preview,
     ProcessEvent,
     ProcessInfo,
@@ -176,6 +178,24 @@ class GrpcTransport:
             pb.ExtendSandboxRequest(instance_id=instance_id, seconds=seconds)
         )
         return convert.info_from_pb(reply.sandbox)
+
+    def _network(self) -> Any:
+        self.stub  # noqa: B018 -- opens the channel the Network stub shares
+        return pb_grpc.NetworkStub(self._channel)  # type: ignore[no-untyped-call]
+
+    @mapped
+    async def set_network_policy(self, instance_id: str, policy: NetworkPolicy) -> SandboxInfo:
+        reply = await self._network().SetNetworkPolicy(
+            pb.SetNetworkPolicyRequest(instance_id=instance_id, policy=convert.policy_to_pb(policy))
+        )
+        return convert.info_from_pb(reply.sandbox)
+
+    @mapped
+    async def network_log(self, instance_id: str, limit: int = 0) -> list[NetworkDecision]:
+        reply = await self._network().GetNetworkLog(
+            pb.GetNetworkLogRequest(instance_id=instance_id, limit=limit)
+        )
+        return [convert.decision_from_pb(entry) for entry in reply.entries]
 
     @mapped
     async def restart_sandbox(self, instance_id: str) -> SandboxInfo:

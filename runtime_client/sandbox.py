@@ -23,6 +23,8 @@ from sandboxd.contract.models import (
     FileInfo,
     ForkResult,
     ListeningPort,
+    NetworkDecision,
+    NetworkPolicy,
     Preview,
     ProcessInfo,
     ProcessRequest,
@@ -78,6 +80,18 @@ class Sandbox:
         """Let the sandbox live ``seconds`` from now (``SandboxInfo.expires_at_ms``),
         within the daemon's maximum lifetime."""
         return await self._transport.extend_sandbox(self.instance_id, seconds)
+
+    async def set_network_policy(
+        self, policy: NetworkPolicy | Mapping[str, Any] | bool
+    ) -> SandboxInfo:
+        """Put a new network policy in force (none <-> allow; to or from full is
+        refused); a live connection it forbids is closed. ``GetSandbox`` reads it back."""
+        wanted = policy if isinstance(policy, NetworkPolicy) else NetworkPolicy.from_json(policy)
+        return await self._transport.set_network_policy(self.instance_id, wanted)
+
+    async def network_log(self, limit: int = 0) -> list[NetworkDecision]:
+        """The sandbox's recent egress decisions, oldest first (``limit``: the newest N)."""
+        return await self._transport.network_log(self.instance_id, limit)
 
     async def delete(self) -> None:
         """Remove the workspace and its files for good."""

@@ -19,6 +19,8 @@ from sandboxd.contract.models import (
     FileInfo,
     ForkResult,
     ListeningPort,
+    NetworkDecision,
+    NetworkPolicy,
     Preview,
     ProcessEvent,
     ProcessInfo,
@@ -87,6 +89,10 @@ class SandboxTransport(Protocol):
     async def delete_sandbox(self, instance_id: str) -> None: ...
 
     async def restart_sandbox(self, instance_id: str) -> SandboxInfo: ...
+
+    async def set_network_policy(self, instance_id: str, policy: NetworkPolicy) -> SandboxInfo: ...
+
+    async def network_log(self, instance_id: str, limit: int = 0) -> list[NetworkDecision]: ...
 
     async def extend_sandbox(self, instance_id: str, seconds: int) -> SandboxInfo: ...
 

@@ -23,6 +23,8 @@ from sandboxd.contract.models import (
     FileType,
     ForkResult,
     ListeningPort,
+    NetworkDecision,
+    NetworkPolicy,
     PoolStatus,
     Preview,
     ProcessChunk,
@@ -43,6 +45,7 @@ from sandboxd.contract.models import (
     ToolDescription,
     TreeUploadResult,
 )
+from sandboxd.contract.network import MODES, NetworkMode
 from sandboxd.contract.secrets import Secret, SecretValue
 from sandboxd.contract.v1 import sandbox_pb2 as pb
 
@@ -62,6 +65,63 @@ _TYPE_TO_PB = {
     FileType.OTHER: pb.FILE_TYPE_OTHER,
 }
 _TYPE_FROM_PB = {v: k for k, v in _TYPE_TO_PB.items()}
+# Every mode of contract.network.MODES has its NETWORK_MODE_<MODE> (a drift test checks).
+_MODE_TO_PB: dict[str, pb.NetworkMode] = {
+    "none": pb.NETWORK_MODE_NONE,
+    "allow": pb.NETWORK_MODE_ALLOW,
+    "full": pb.NETWORK_MODE_FULL,
+}
+_MODE_FROM_PB: dict[int, NetworkMode] = {
+    pb.NETWORK_MODE_NONE: "none",
+    pb.NETWORK_MODE_ALLOW: "allow",
+    pb.NETWORK_MODE_FULL: "full",
+}
+
+
+def policy_to_pb(policy: NetworkPolicy) -> pb.NetworkPolicy:
+    return pb.NetworkPolicy(
+        mode=_MODE_TO_PB.get(policy.mode, pb.NETWORK_MODE_UNSPECIFIED),
+        allow=list(policy.allow),
+        deny=list(policy.deny),
+    )
+
+
+def policy_from_pb(message: pb.NetworkPolicy) -> NetworkPolicy:
+    """An unknown mode number is refused, never taken for none or full."""
+    mode: NetworkMode
+    if message.mode == pb.NETWORK_MODE_UNSPECIFIED:
+        mode = "none"
+    elif message.mode in _MODE_FROM_PB:
+        mode = _MODE_FROM_PB[message.mode]
+    else:
+        raise InvalidArgument(f"network.mode {message.mode} is not a mode: use {', '.join(MODES)}")
+    return NetworkPolicy(mode=mode, allow=tuple(message.allow), deny=tuple(message.deny))
+
+
+def decision_to_pb(entry: NetworkDecision) -> pb.NetworkDecision:
+    return pb.NetworkDecision(
+        at_ms=entry.at_ms,
+        host=entry.host,
+        port=entry.port,
+        address=entry.address,
+        allowed=entry.allowed,
+        rule=entry.rule,
+        reason=entry.reason,
+        via=entry.via,
+    )
+
+
+def decision_from_pb(message: pb.NetworkDecision) -> NetworkDecision:
+    return NetworkDecision(
+        at_ms=message.at_ms,
+        host=message.host,
+        port=message.port,
+        address=message.address,
+        allowed=message.allowed,
+        rule=message.rule,
+        reason=message.reason,
+        via=message.via,
+    )
 
 
 def options_to_pb(options: SandboxOptions, *, secret_values: bool = True) -> pb.SandboxOptions:
@@ -73,7 +133,7 @@ def options_to_pb(options: SandboxOptions, *, secret_values: bool = True) -> pb.
         memory_bytes=options.memory_bytes,
         cpus=options.cpus,
         pids_limit=options.pids_limit,
-        network=options.network,
+        network=policy_to_pb(options.network) if options.network else None,
         runtime=_RUNTIME_TO_PB[options.runtime],
         labels=dict(options.labels),
         idle_ttl_seconds=options.idle_ttl_seconds,
@@ -121,7 +181,7 @@ def options_from_pb(message: pb.SandboxOptions, *, request: bool = True) -> Sand
         memory_bytes=message.memory_bytes,
         cpus=message.cpus,
         pids_limit=message.pids_limit,
-        network=message.network if message.HasField("network") else None,
+        network=policy_from_pb(message.network) if message.HasField("network") else None,
         runtime=runtime,
         labels=dict(message.labels),
         idle_ttl_seconds=message.idle_ttl_seconds,
@@ -146,6 +206,7 @@ def info_to_pb(info: SandboxInfo) -> pb.SandboxInfo:
         created_at_ms=info.created_at_ms,
         expires_at_ms=info.expires_at_ms,
         termination_reason=info.termination_reason,
+        warnings=list(info.warnings),
     )
 
 

@@ -13,6 +13,10 @@ from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, ClassVar
 
+# Re-exported: callers take every model from here.
+from sandboxd.contract.network import NetworkDecision as NetworkDecision
+from sandboxd.contract.network import NetworkPolicy as NetworkPolicy
+from sandboxd.contract.network import coerce
 from sandboxd.contract.secrets import Secret
 
 
@@ -55,7 +59,9 @@ class SandboxOptions:
     memory_bytes: int = 0
     cpus: float = 0.0
     pids_limit: int = 0
-    network: bool | None = None
+    #: Where the sandbox may connect (None: the daemon's default, mode none).
+    #: The earlier bool is still taken here: True is mode full, False none.
+    network: NetworkPolicy | None = None
     runtime: Runtime | None = None
     labels: Mapping[str, str] = field(default_factory=dict)
     idle_ttl_seconds: int = 0
@@ -76,6 +82,7 @@ class SandboxOptions:
         object.__setattr__(self, "env", _frozen_map(self.env))
         object.__setattr__(self, "labels", _frozen_map(self.labels))
         object.__setattr__(self, "secrets", tuple(self.secrets))
+        object.__setattr__(self, "network", coerce(self.network))
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -85,7 +92,7 @@ class SandboxOptions:
             "memory_bytes": self.memory_bytes,
             "cpus": self.cpus,
             "pids_limit": self.pids_limit,
-            "network": self.network,
+            "network": self.network.to_json() if self.network else None,
             "runtime": self.runtime.value if self.runtime else None,
             "labels": dict(self.labels),
             "idle_ttl_seconds": self.idle_ttl_seconds,
@@ -107,7 +114,7 @@ class SandboxOptions:
             memory_bytes=int(_as_number(data.get("memory_bytes", 0))),
             cpus=float(_as_number(data.get("cpus", 0.0))),
             pids_limit=int(_as_number(data.get("pids_limit", 0))),
-            network=_as_flag(data.get("network")),
+            network=coerce(data.get("network")),  # type: ignore[arg-type]  # checked there
             runtime=Runtime(str(runtime)) if runtime else None,
             labels={str(k): str(v) for k, v in _as_mapping(data.get("labels")).items()},
             idle_ttl_seconds=int(_as_number(data.get("idle_ttl_seconds", 0))),
@@ -164,6 +171,13 @@ class SandboxInfo:
     expires_at_ms: int = 0
     #: A ``TerminationReason`` value for a stopped or expired sandbox, else "".
     termination_reason: str = ""
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What the caller should know about this sandbox (its network mode full),
+        derived from its options so it never goes stale."""
+        warning = self.options.network.warning if self.options.network else ""
+        return (warning,) if warning else ()
 
 
 @dataclass(frozen=True)

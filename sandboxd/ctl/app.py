@@ -40,10 +40,13 @@ from runtime_client.sandbox import Sandbox
 from sandboxd.contract.models import (
     ExecExit,
     ExecOutput,
+    NetworkPolicy,
+    SandboxInfo,
     SandboxOptions,
     SandboxToolResult,
     SkippedLink,
 )
+from sandboxd.contract.network import MODES, RULE_DESCRIPTION
 from sandboxd.contract.secrets import Secret, SecretValue
 from sandboxd.contract.tools import BASH_MAX_TIMEOUT_MS, BASH_MIN_TIMEOUT_MS
 from sandboxd.ctl import render, snapshots
@@ -62,6 +65,22 @@ out = Console()
 
 InstanceId = Annotated[str, typer.Argument(help="instance id, e.g. agent-42")]
 JsonFlag = Annotated[bool, typer.Option("--json", help="print JSON instead of text")]
+NetworkModeOption = Annotated[
+    str | None,
+    typer.Option(
+        "--network",
+        help=f"network mode: {', '.join(MODES)} (default none; --allow implies allow)",
+        show_default=False,
+    ),
+]
+AllowOption = Annotated[
+    list[str] | None,
+    typer.Option("--allow", help=f"allow rule (repeat): {RULE_DESCRIPTION}", show_default=False),
+]
+DenyOption = Annotated[
+    list[str] | None,
+    typer.Option("--deny", help="deny rule (repeat); a deny rule wins", show_default=False),
+]
 
 
 @app.callback()
@@ -95,7 +114,9 @@ def create(
     ctx: typer.Context,
     instance_id: InstanceId,
     image: Annotated[str, typer.Option(help="workspace image (default: the daemon's)")] = "",
-    network: Annotated[bool | None, typer.Option("--network/--no-network")] = None,
+    network: NetworkModeOption = None,
+    allow: AllowOption = None,
+    deny: DenyOption = None,
     workdir: Annotated[str, typer.Option(help="working folder (default /workspace)")] = "",
     idle_ttl: Annotated[int, typer.Option(help="stop the container after N idle seconds")] = 0,
     secret: Annotated[
@@ -117,7 +138,7 @@ def create(
     """Create an instance's workspace (or find the existing one: create is idempotent)."""
     options = SandboxOptions(
         image=image,
-        network=network,
+        network=_policy(network, allow, deny),
         workdir=workdir,
         idle_ttl_seconds=idle_ttl,
         secrets=tuple(_secret(spec) for spec in secret or ()),
@@ -153,6 +174,83 @@ def create(
     else:
         verb = "created" if created else "exists"
         out.print(f"{verb} {info.instance_id} ({info.state})", highlight=False)
+        _warn(info)
+
+
+def _warn(info: SandboxInfo) -> None:
+    for warning in info.warnings:
+        err.print(f"warning: {warning}", highlight=False)
+
+
+# ------------------------------------------------------------------ network
+
+
+def _policy(
+    mode: str | None, allow: Sequence[str] | None, deny: Sequence[str] | None
+) -> NetworkPolicy | None:
+    """The policy the flags say (None: none given, the daemon's default)."""
+    if mode is None and not allow and not deny:
+        return None
+    return NetworkPolicy.from_json(
+        {"mode": mode or "allow", "allow": list(allow or ()), "deny": list(deny or ())}
+    )
+
+
+net = typer.Typer(help="A sandbox's network policy and egress decisions.", no_args_is_help=True)
+app.add_typer(net, name="net")
+
+
+@net.command("set")
+def net_set(
+    ctx: typer.Context,
+    instance_id: InstanceId,
+    network: NetworkModeOption = None,
+    allow: AllowOption = None,
+    deny: DenyOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Replace the sandbox's policy: `net set ID --allow pypi.org --allow
+    files.pythonhosted.org`, `net set ID --network none`. Live connections
+    the new policy forbids are closed."""
+    policy = _policy(network, allow, deny)
+    if policy is None:
+        fail("give --network MODE and/or --allow/--deny rules")
+
+    async def action(factory: GrpcSandboxFactory) -> Any:
+        return await factory.transport.set_network_policy(instance_id, policy)
+
+    info = run(_conn(ctx), action)
+    if as_json:
+        typer.echo(json.dumps(render.info_json(info)))
+        return
+    now = info.options.network or NetworkPolicy()
+    out.print(f"{info.instance_id}: network {now.mode}", highlight=False)
+    for field in ("allow", "deny"):
+        for rule in getattr(now, field):
+            out.print(f"  {field} {rule}", highlight=False)
+    _warn(info)
+
+
+@net.command("log")
+def net_log(
+    ctx: typer.Context,
+    instance_id: InstanceId,
+    limit: Annotated[int, typer.Option(help="the newest N decisions (0: all kept)")] = 0,
+    as_json: JsonFlag = False,
+) -> None:
+    """The sandbox's recent egress decisions, oldest first: what was allowed,
+    what was refused and by which rule."""
+
+    async def action(factory: GrpcSandboxFactory) -> Any:
+        return await factory.transport.network_log(instance_id, limit)
+
+    entries = run(_conn(ctx), action)
+    if as_json:
+        typer.echo(json.dumps([entry.to_json() for entry in entries]))
+    elif not entries:
+        err.print("no egress decisions kept")
+    else:
+        out.print(render.decisions_table(entries))
 
 
 def _secret(spec: str) -> Secret:

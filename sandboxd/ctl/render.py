@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.table import Table
 
-from sandboxd.contract.models import SandboxInfo, ServerStatus
+from sandboxd.contract.models import NetworkDecision, SandboxInfo, ServerStatus
 
 
 def when(ms: int) -> str:
@@ -25,7 +25,24 @@ def info_json(info: SandboxInfo) -> dict[str, Any]:
         "expires_at_ms": info.expires_at_ms,
         "termination_reason": info.termination_reason,
         "options": info.options.to_json(),
+        "warnings": list(info.warnings),
     }
+
+
+def decisions_table(entries: Sequence[NetworkDecision]) -> Table:
+    table = Table("TIME", "VERDICT", "VIA", "HOST", "PORT", "ADDRESS", "RULE", "REASON", box=None)
+    for entry in entries:
+        table.add_row(
+            when(entry.at_ms),
+            "allowed" if entry.allowed else "denied",
+            entry.via or "-",
+            entry.host or "-",
+            str(entry.port),
+            entry.address or "-",
+            entry.rule or "-",
+            entry.reason,
+        )
+    return table
 
 
 def sandboxes_table(infos: Sequence[SandboxInfo]) -> Table:
@@ -35,7 +52,7 @@ def sandboxes_table(infos: Sequence[SandboxInfo]) -> Table:
             info.instance_id,
             info.state,
             info.options.image or "-",
-            "on" if info.options.network else "off",
+            info.options.network.mode if info.options.network else "none",
             when(info.created_at_ms),
         )
     return table

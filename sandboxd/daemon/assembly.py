@@ -92,6 +92,10 @@ class Daemon:
 
     async def start(self) -> None:
         await self.backend.start()
+        # Before any listener: the gateway must never see a sandbox's policy as unknown.
+        restored = await self.service.restore_network()
+        if restored:
+            log.info("network policies restored for %d sandboxes", restored)
         self.keeper.start()
         await self.grpc.start()
         if self.settings.http:

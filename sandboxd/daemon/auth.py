@@ -23,6 +23,7 @@ import re
 from pathlib import Path
 
 from sandboxd.contract.errors import InvalidArgument
+from sandboxd.contract.network import MODES, NetworkMode
 from sandboxd.daemon.settings import Settings
 from sandboxd.service.scope import FULL_SCOPE, IdRule, Scope
 from sandboxd.transports.auth import Authenticator
@@ -35,6 +36,7 @@ def parse_scope(fields: list[str]) -> Scope:
     """A token line's fields after the token: ``tenant=NAME``, ``scope=RULES`` or bare RULES."""
     tenant: str | None = None
     rules: list[IdRule] = []
+    widest: NetworkMode | None = None
     for field in fields:
         key, equals, value = field.partition("=")
         if not equals:
@@ -47,9 +49,19 @@ def parse_scope(fields: list[str]) -> Scope:
             tenant = value
         elif key == "scope":
             rules += [IdRule.parse(rule) for rule in value.split(",") if rule != "*"]
+        elif key == "network":
+            if value not in MODES:
+                raise InvalidArgument(f"network={value!r}: use one of {', '.join(MODES)}")
+            widest = value
         else:
-            raise InvalidArgument(f"unknown field {key!r}: expected tenant=NAME or scope=RULES")
-    return Scope(tuple(rules), tenant)
+            raise InvalidArgument(
+                f"unknown field {key!r}: expected tenant=NAME, scope=RULES or network=MODE"
+            )
+    if widest is None:
+        # The operator's token (no fence) may set any mode; a fenced one up to
+        # allow rules: the bridge (full) only when its line says network=full.
+        widest = "allow" if rules or tenant is not None else "full"
+    return Scope(tuple(rules), tenant, widest)
 
 
 def load_tokens(path: Path | None, single: str | None) -> list[tuple[str, Scope]]:
@@ -70,7 +82,8 @@ def load_tokens(path: Path | None, single: str | None) -> list[tuple[str, Scope]
                 tokens.append((parts[0], parse_scope(parts[1:])))
             except InvalidArgument as exc:
                 raise InvalidArgument(
-                    f"{path}:{number}: {exc} (lines are `token [scope=RULES] [tenant=NAME]`)"
+                    f"{path}:{number}: {exc} "
+                    "(lines are `token [scope=RULES] [tenant=NAME] [network=MODE]`)"
                 ) from None
     for secret, _ in tokens:
         if len(secret) < MIN_TOKEN_LENGTH:

@@ -63,6 +63,12 @@ EXECUTOR_CHANNELS = Counter(
     "attach: Docker's attach stream, where direct is off or not possible)",
     ["kind"],
 )
+EGRESS_DECISIONS = Counter(
+    "sandboxd_egress_decisions",
+    "Egress connections the gateway decided on, by verdict (allowed, denied); "
+    "each sandbox's recent ones: GetNetworkLog, sandboxctl net log",
+    ["verdict"],
+)
 INSTANCES = Gauge("sandboxd_instances", "Sandboxes this daemon has, by state", ["state"])
 TENANT_USE = Gauge(
     "sandboxd_tenant_use", "A tenant's use of each quota (service/quotas.py)", ["tenant", "quota"]

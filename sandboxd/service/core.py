@@ -7,6 +7,7 @@ from sandboxd.contract import validation
 from sandboxd.contract.errors import ResourceExhausted
 from sandboxd.contract.models import SandboxInfo
 from sandboxd.egress.book import SecretBook
+from sandboxd.service.network import NetworkRegistry
 from sandboxd.service.ports import Workspace, WorkspaceBackend
 from sandboxd.service.quotas import Quotas
 from sandboxd.service.scope import current_scope
@@ -27,6 +28,8 @@ class ServiceCore:
         self.quotas = Quotas(settings)
         #: Sandboxes' secret values, for the egress gateway (service/secrets.py).
         self.secrets = secrets or SecretBook()
+        #: Each sandbox's policy in force and its egress decisions (the gateway's).
+        self.network = NetworkRegistry()
 
     async def _owned(self, instance_id: str) -> SandboxInfo | None:
         """Check that the caller may touch ``instance_id``: its id rules, and for a

@@ -13,6 +13,7 @@ from sandboxd.contract import validation
 from sandboxd.contract.errors import AlreadyExists, InvalidArgument, NotFound
 from sandboxd.contract.models import (
     ForkResult,
+    NetworkPolicy,
     SandboxInfo,
     SandboxOptions,
     ServerStatus,
@@ -20,6 +21,7 @@ from sandboxd.contract.models import (
 )
 from sandboxd.service import secrets
 from sandboxd.service.lifetimes import Lifetimes
+from sandboxd.service.network import validated
 from sandboxd.service.scope import TENANT_LABEL, Scope, check_caller_labels, current_scope
 
 
@@ -48,6 +50,7 @@ class Lifecycle(Lifetimes):
         )
         # Defaults and option rules are the service's, the same for every backend.
         wanted = effective(_in_tenant(requested, scope), self.settings)
+        scope.check_network(validated(wanted.network or NetworkPolicy()))
         if scope.tenant is not None and not scope.owns(await self._labels_of(instance_id)):
             # Before the backend's create: that would start another tenant's stopped sandbox.
             raise _taken(instance_id)
@@ -58,9 +61,9 @@ class Lifecycle(Lifetimes):
         if requested.secrets or self.secrets.names(instance_id):
             workspace = await self.backend.workspace(instance_id)
             await secrets.deliver(self.secrets, workspace, instance_id, requested.secrets)
-        if created:
-            return await self._note_created(info), created
-        return await self._described(info), created
+        info = await (self._note_created(info) if created else self._described(info))
+        self.network.set(instance_id, info.options.network or NetworkPolicy())
+        return info, created
 
     @contextlib.asynccontextmanager
     async def _within_quota(
@@ -120,6 +123,7 @@ class Lifecycle(Lifetimes):
         await self.backend.delete(instance_id)
         self.secrets.drop(instance_id)
         await self._forget(instance_id)
+        self.network.forget(instance_id)
 
     async def restart_sandbox(self, instance_id: str) -> SandboxInfo:
         await self._owned(instance_id)
@@ -143,11 +147,17 @@ class Lifecycle(Lifetimes):
             override = _in_tenant(override, scope)
         if override.disk_bytes:
             raise InvalidArgument("a fork keeps its source's disk_bytes (its disk is copied)")
-        source = await self.backend.get(source_id)
+        source = await self._described(await self.backend.get(source_id))
+        if override.network is None:
+            # The policy in force now (SetNetworkPolicy may have changed it), not the first.
+            override = dataclasses.replace(override, network=source.options.network)
         wanted = effective(overridden(source.options, override), self.settings)
+        scope.check_network(validated(wanted.network or NetworkPolicy()))
         async with self._within_quota(scope, new_id, wanted):
             result = await self.backend.fork(source_id, new_id, override)
-        return dataclasses.replace(result, sandbox=await self._note_created(result.sandbox))
+        forked = await self._note_created(result.sandbox)
+        self.network.set(new_id, forked.options.network or NetworkPolicy())
+        return dataclasses.replace(result, sandbox=forked)
 
     async def get_status(self) -> ServerStatus:
         return ServerStatus(

@@ -25,12 +25,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import json
 import logging
 import time
 from collections.abc import Callable, Mapping
 
 from sandboxd.contract.errors import InvalidArgument, NotFound, SandboxdError
-from sandboxd.contract.models import SandboxInfo, TerminationReason
+from sandboxd.contract.models import NetworkPolicy, SandboxInfo, TerminationReason
 from sandboxd.service.core import ServiceCore
 from sandboxd.service.ports import WorkspaceBackend
 from sandboxd.service.quotas import Quotas
@@ -44,6 +45,9 @@ CREATED = "created_at_ms"  # which sandbox of this id the notes are about
 EXPIRES = "expires_at_ms"
 STOPPED = "stopped_at_ms"  # when the keeper first saw it stopped
 REASON = "reason"
+#: The network policy set after create (SetNetworkPolicy), as JSON: it wins
+#: over the one the sandbox was created with (service/netpolicy.py).
+NETWORK = "network"
 
 Clock = Callable[[], float]  # seconds since the epoch
 
@@ -67,7 +71,15 @@ def expires_at(info: SandboxInfo, notes: Mapping[str, str]) -> int:
 
 
 def described(info: SandboxInfo, notes: Mapping[str, str], now: int) -> SandboxInfo:
-    """``info`` with its end, and for a stopped or expired sandbox why."""
+    """``info`` with its end, its network policy in force, and for a stopped or
+    expired sandbox why."""
+    if NETWORK in notes:
+        try:
+            policy = NetworkPolicy.from_json(json.loads(notes[NETWORK]))
+        except (ValueError, SandboxdError):  # edited by hand: fail closed
+            log.warning("sandbox %s: unreadable network note; mode none", info.instance_id)
+            policy = NetworkPolicy()
+        info = dataclasses.replace(info, options=dataclasses.replace(info.options, network=policy))
     end = expires_at(info, notes)
     if end and now >= end:
         return dataclasses.replace(
@@ -186,7 +198,7 @@ class LifetimeKeeper:
                 if STOPPED in notes:  # started again: its stop is history
                     kept = {k: v for k, v in notes.items() if k not in (STOPPED, REASON)}
                     await self.backend.write_marks(
-                        info.instance_id, kept if EXPIRES in kept else {}
+                        info.instance_id, kept if set(kept) - {CREATED} else {}
                     )
                 continue
             if STOPPED not in notes:

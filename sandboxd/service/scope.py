@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from sandboxd.backends.shared.options import RESERVED_LABEL_PREFIX
 from sandboxd.contract import validation
 from sandboxd.contract.errors import InvalidArgument, PermissionDenied
+from sandboxd.contract.network import MODES, NetworkMode, NetworkPolicy
 
 #: The label that says which tenant a sandbox belongs to (set by the service only).
 TENANT_LABEL = f"{RESERVED_LABEL_PREFIX}tenant"
@@ -72,6 +73,9 @@ class Scope:
 
     ids: tuple[IdRule, ...] = ()
     tenant: str | None = None
+    #: The widest network mode this caller may set (at create, SetNetworkPolicy):
+    #: none < allow < full. A token with network=none cannot widen any policy.
+    network: NetworkMode = "full"
 
     def allows(self, instance_id: str) -> bool:
         return not self.ids or any(rule.matches(instance_id) for rule in self.ids)
@@ -80,6 +84,13 @@ class Scope:
         if not self.allows(instance_id):
             rules = " or ".join(rule.describe() for rule in self.ids)
             raise PermissionDenied(f"this token may only use instance ids {rules}")
+
+    def check_network(self, policy: NetworkPolicy) -> None:
+        if MODES.index(policy.mode) > MODES.index(self.network):
+            raise PermissionDenied(
+                f"this token may set network mode {self.network!r} at most, not "
+                f'{policy.mode!r} (the token\'s network= field, README "Network policy")'
+            )
 
     def owns(self, sandbox_labels: Mapping[str, str]) -> bool:
         """Whether a sandbox with these labels is this caller's tenant's."""

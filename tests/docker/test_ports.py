@@ -14,7 +14,7 @@ import pytest
 
 from runtime_client import GrpcSandboxFactory, Sandbox
 from runtime_client.errors import SandboxUnavailable
-from sandboxd.contract.models import Runtime, SandboxOptions
+from sandboxd.contract.models import NetworkPolicy, Runtime, SandboxOptions
 from tests.helpers import Daemon
 
 pytestmark = [pytest.mark.docker, pytest.mark.anyio, pytest.mark.timeout(300)]
@@ -66,7 +66,7 @@ while True:
 async def _sandbox(factory: GrpcSandboxFactory, instance_id: str, runtime: Runtime) -> Sandbox:
     await factory.transport.create_sandbox(instance_id, SandboxOptions(runtime=runtime))
     box = Sandbox(factory.transport, instance_id)
-    assert not (await box.info()).options.network
+    assert (await box.info()).options.network == NetworkPolicy()
     return box
 
 

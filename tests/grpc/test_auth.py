@@ -151,6 +151,8 @@ def _requests(instance_id: str) -> dict[str, Any]:
         "SignalProcess": pb.SignalProcessRequest(instance_id=instance_id, handle="p1", signal=15),
         "ListProcesses": pb.ListProcessesRequest(instance_id=instance_id),
         "ExtendSandbox": pb.ExtendSandboxRequest(instance_id=instance_id, seconds=60),
+        "SetNetworkPolicy": pb.SetNetworkPolicyRequest(instance_id=instance_id),
+        "GetNetworkLog": pb.GetNetworkLogRequest(instance_id=instance_id),
         "OpenPort": [pb.PortInput(instance_id=instance_id, port=8000, host="127.0.0.1")],
         "ListPorts": pb.ListPortsRequest(instance_id=instance_id),
         "CreatePreview": pb.CreatePreviewRequest(instance_id=instance_id, port=8000, ttl_s=60),
@@ -299,8 +301,9 @@ def test_token_scope_rules(tmp_path: Path) -> None:
     tokens.write_text(f"{ADMIN}\n{TEAM_A} team-a-\n{TEAM_B} scope=team-b-*,team-b tenant=acme\n")
     assert load_tokens(tokens, None) == [
         (ADMIN, Scope()),
-        (TEAM_A, Scope((IdRule("team-a-", prefix=True),))),
-        (TEAM_B, Scope((IdRule("team-b-", prefix=True), IdRule("team-b")), "acme")),
+        # A fenced token sets network modes up to allow unless its line says network=.
+        (TEAM_A, Scope((IdRule("team-a-", prefix=True),), network="allow")),
+        (TEAM_B, Scope((IdRule("team-b-", prefix=True), IdRule("team-b")), "acme", "allow")),
     ]
     for line, error in (
         (f"{TEAM_B} team-b*", "bare prefix"),
@@ -308,6 +311,7 @@ def test_token_scope_rules(tmp_path: Path) -> None:
         (f"{TEAM_B} tenant=Acme", "1-63 characters"),
         (f"{TEAM_B} tenant=a tenant=b", "one tenant a token"),
         (f"{TEAM_B} owner=a", "unknown field 'owner'"),
+        (f"{TEAM_B} network=open", "network='open': use one of none, allow, full"),
     ):
         tokens.write_text(line + "\n")
         with pytest.raises(InvalidArgument, match=error):

@@ -23,6 +23,8 @@ OPERATIONS = {
     ("get", "/v1/sandboxes/{instance_id}"),
     ("delete", "/v1/sandboxes/{instance_id}"),
     ("post", "/v1/sandboxes/{instance_id}/extend"),
+    ("put", "/v1/sandboxes/{instance_id}/network"),
+    ("get", "/v1/sandboxes/{instance_id}/network/log"),
     ("get", "/v1/status"),
     ("get", "/v1/tools"),
     *(("post", f"/v1/sandboxes/{{instance_id}}/tools/{name}") for name in TOOL_NAMES),
@@ -148,7 +150,7 @@ async def test_schemathesis_finds_no_server_error(
     out, _ = await process.communicate()
     text = out.decode(errors="replace")
     assert process.returncode == 0, text[-6000:]
-    assert "Selected: 23/40" in text, text[-3000:]
+    assert "Selected: 24/42" in text, text[-3000:]
     assert " passed" in text
     # The daemon is still whole after the fuzzing.
     assert (await client.get("/readyz")).status_code == 200

@@ -225,3 +225,34 @@ async def test_notes_of_deleted_sandboxes_are_removed(engine: EngineFake, clock:
     await engine.delete("b")  # behind the service's back
     await daemon.keeper.sweep()
     assert engine.marks == {}
+
+
+async def test_a_policy_set_later_survives_a_restart_a_stop_and_an_extend(
+    engine: EngineFake, clock: Clock
+) -> None:
+    """SetNetworkPolicy's policy is a note kept by the engine: a new daemon
+    reads it back, the keeper keeps it across a stop and a start, ExtendSandbox
+    keeps it; a bad rule changes nothing."""
+    from sandboxd.contract.models import NetworkPolicy
+
+    first = Daemon(engine, clock)
+    await first.service.create_sandbox("a", SandboxOptions(max_lifetime_seconds=60))
+    allow = NetworkPolicy("allow", ("pypi.org",))
+    assert (await first.service.set_network_policy("a", allow)).options.network == allow
+    assert first.service.network.current("a") == allow
+    engine.stop("a", TerminationReason.IDLE)
+    await first.keeper.sweep()
+    engine.start_again("a")
+    await first.keeper.sweep()  # started again: the stop notes go, the policy stays
+    await first.service.extend_sandbox("a", 30)
+    second = Daemon(engine, clock)
+    assert second.service.network.current("a") == NetworkPolicy()  # not yet restored
+    assert await second.service.restore_network() == 1
+    assert second.service.network.current("a") == allow
+    assert (await second.service.get_sandbox("a")).options.network == allow
+    with pytest.raises(InvalidArgument, match="'pypi org'"):
+        await second.service.set_network_policy("a", NetworkPolicy("allow", ("pypi org",)))
+    # What a rule means is the gateway's parser's to say (egress.rules.parse_rule).
+    with pytest.raises(InvalidArgument, match=r"network.allow: network rule 'pypi.org:x': port"):
+        await second.service.set_network_policy("a", NetworkPolicy("allow", ("pypi.org:x",)))
+    assert (await second.service.get_sandbox("a")).options.network == allow  # unchanged

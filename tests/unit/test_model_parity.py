@@ -20,7 +20,10 @@ from sandboxd.transports.http.routes import snapshots as snapshot_routes
 PROTO_PAIRS: list[tuple[type, Any, dict[str, str], set[str]]] = [
     (models.SandboxOptions, pb.SandboxOptions, {}, set()),
     (secrets.Secret, pb.Secret, {}, set()),
-    (models.SandboxInfo, pb.SandboxInfo, {}, set()),
+    # warnings: derived from the options (a property), written into the message.
+    (models.SandboxInfo, pb.SandboxInfo, {}, {"warnings"}),
+    (models.NetworkPolicy, pb.NetworkPolicy, {}, set()),
+    (models.NetworkDecision, pb.NetworkDecision, {}, set()),
     (models.FileInfo, pb.FileInfo, {}, set()),
     (models.ReadFileResult, pb.ReadFileResponse, {}, set()),
     (models.WriteFileResult, pb.WriteFileResponse, {}, set()),
@@ -90,7 +93,7 @@ OPTIONS = models.SandboxOptions(
     memory_bytes=1 << 26,
     cpus=1.5,
     pids_limit=99,
-    network=True,
+    network=models.NetworkPolicy("allow", ("*.example.com:443", "10.0.0.0/8"), ("a.example.com",)),
     runtime=models.Runtime.RUNSC,
     labels={"team": "a"},
     idle_ttl_seconds=60,
@@ -102,6 +105,14 @@ OPTIONS = models.SandboxOptions(
     secrets=(secrets.Secret("TOKEN", "v-1", ("api.test", "*.b.test"), env="TOKEN"),),
 )
 ROUND_TRIPS: list[tuple[object, Any, Any]] = [
+    (models.NetworkPolicy("full"), convert.policy_to_pb, convert.policy_from_pb),
+    (
+        models.NetworkDecision(
+            1, "pypi.org", 443, "151.101.0.223", True, "pypi.org", "ok", "connect"
+        ),
+        convert.decision_to_pb,
+        convert.decision_from_pb,
+    ),
     (OPTIONS, convert.options_to_pb, convert.options_from_pb),
     (
         models.TreeUploadResult(
@@ -205,7 +216,9 @@ def test_round_trip_values_set_every_field() -> None:
 HTTP_PAIRS: list[tuple[type, type[BaseModel], set[str]]] = [
     (models.SandboxOptions, schemas.SandboxOptions, set()),
     (secrets.Secret, schemas.Secret, set()),
-    (models.SandboxInfo, schemas.Sandbox, set()),
+    (models.SandboxInfo, schemas.Sandbox, {"warnings"}),
+    (models.NetworkPolicy, schemas.NetworkPolicy, set()),
+    (models.NetworkDecision, schemas.NetworkDecision, set()),
     (models.FileInfo, schemas.FileInfo, set()),
     (models.ReadFileResult, schemas.ReadFileResponse, set()),
     (models.WriteFileResult, schemas.WriteFileResponse, set()),

@@ -7,7 +7,7 @@ import pytest
 from sandboxd.backends.shared.options import check_same, effective
 from sandboxd.contract import validation
 from sandboxd.contract.errors import AlreadyExists, InvalidArgument
-from sandboxd.contract.models import Runtime, SandboxOptions
+from sandboxd.contract.models import NetworkPolicy, Runtime, SandboxOptions
 from sandboxd.daemon.settings import Settings
 
 pytestmark = pytest.mark.unit
@@ -42,7 +42,7 @@ def test_defaults_are_filled_from_settings() -> None:
     assert options.pids_limit == 64
     assert options.workdir == "/workspace"
     assert options.runtime is Runtime.RUNC
-    assert options.network is False
+    assert options.network == NetworkPolicy()
 
 
 @pytest.mark.parametrize(

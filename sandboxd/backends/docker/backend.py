@@ -366,7 +366,7 @@ class DockerBackend:
                 # Our bootstrap is PID 1 (see executor.bundle): docker's init would
                 # hold the channel's pipes open, dumpable, as the sandbox user.
                 init=False,
-                network_mode="bridge" if options.network else "none",
+                network_mode="bridge" if options.network and options.network.bridged else "none",
                 # IPv6 loopback (::1), off in Docker's containers by default: a
                 # dev server that listens on "localhost" may pick ::1, and a
                 # forwarded port reaches it there (backends.shared.pipes).

@@ -78,7 +78,7 @@ def metadata(
     every = labels.for_workspace(namespace, name, options, created_at_ms, pooled=False)
     selecting = {key: value for key, value in every.items() if key in _SELECTOR_LABELS}
     selecting[INSTANCE] = instance_hash(instance_id)
-    if options.network:
+    if options.network and options.network.bridged:
         selecting[NETWORK] = "true"
     annotations = {key: value for key, value in every.items() if key not in _SELECTOR_LABELS}
     annotations[INSTANCE_ID] = instance_id

@@ -13,9 +13,9 @@ from typing import Any
 
 from sandboxd.backends.shared import bounds
 from sandboxd.backends.shared.settings import MIN_DISK_BYTES, WorkspaceSettings
-from sandboxd.contract import validation
+from sandboxd.contract import network, validation
 from sandboxd.contract.errors import AlreadyExists, InvalidArgument
-from sandboxd.contract.models import Runtime, SandboxOptions
+from sandboxd.contract.models import NetworkPolicy, Runtime, SandboxOptions
 
 DEFAULT_WORKDIR = "/workspace"
 #: Label keys only the daemon writes (the tenant's, ``service/scope.py``).
@@ -52,6 +52,8 @@ def effective(requested: SandboxOptions, settings: WorkspaceSettings) -> Sandbox
         )
     if requested.image:
         validation.image_reference(requested.image)
+    if requested.network is not None:
+        network.check(requested.network)
     for bound in bounds.OPTION_BOUNDS:
         bounds.check(bound, getattr(requested, bound.field), settings)
     return dataclasses.replace(
@@ -62,7 +64,7 @@ def effective(requested: SandboxOptions, settings: WorkspaceSettings) -> Sandbox
         cpus=requested.cpus or settings.cpus,
         pids_limit=requested.pids_limit or settings.pids_limit,
         runtime=requested.runtime or Runtime.RUNC,
-        network=bool(requested.network),
+        network=requested.network or NetworkPolicy(),
         disable_read_guard=bool(requested.disable_read_guard),
         allow_ptrace=bool(requested.allow_ptrace),
         idle_ttl_seconds=requested.idle_ttl_seconds or settings.idle_ttl_seconds,

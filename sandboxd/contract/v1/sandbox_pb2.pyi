@@ -7,6 +7,13 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class NetworkMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    NETWORK_MODE_UNSPECIFIED: _ClassVar[NetworkMode]
+    NETWORK_MODE_NONE: _ClassVar[NetworkMode]
+    NETWORK_MODE_ALLOW: _ClassVar[NetworkMode]
+    NETWORK_MODE_FULL: _ClassVar[NetworkMode]
+
 class Runtime(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     RUNTIME_UNSPECIFIED: _ClassVar[Runtime]
@@ -20,6 +27,10 @@ class FileType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     FILE_TYPE_DIRECTORY: _ClassVar[FileType]
     FILE_TYPE_SYMLINK: _ClassVar[FileType]
     FILE_TYPE_OTHER: _ClassVar[FileType]
+NETWORK_MODE_UNSPECIFIED: NetworkMode
+NETWORK_MODE_NONE: NetworkMode
+NETWORK_MODE_ALLOW: NetworkMode
+NETWORK_MODE_FULL: NetworkMode
 RUNTIME_UNSPECIFIED: Runtime
 RUNTIME_RUNC: Runtime
 RUNTIME_RUNSC: Runtime
@@ -133,6 +144,64 @@ class CreateFromSnapshotResponse(_message.Message):
     duration_ms: int
     def __init__(self, sandbox: _Optional[_Union[SandboxInfo, _Mapping]] = ..., method: _Optional[str] = ..., duration_ms: _Optional[int] = ...) -> None: ...
 
+class NetworkPolicy(_message.Message):
+    __slots__ = ("mode", "allow", "deny")
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    ALLOW_FIELD_NUMBER: _ClassVar[int]
+    DENY_FIELD_NUMBER: _ClassVar[int]
+    mode: NetworkMode
+    allow: _containers.RepeatedScalarFieldContainer[str]
+    deny: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, mode: _Optional[_Union[NetworkMode, str]] = ..., allow: _Optional[_Iterable[str]] = ..., deny: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class SetNetworkPolicyRequest(_message.Message):
+    __slots__ = ("instance_id", "policy")
+    INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    POLICY_FIELD_NUMBER: _ClassVar[int]
+    instance_id: str
+    policy: NetworkPolicy
+    def __init__(self, instance_id: _Optional[str] = ..., policy: _Optional[_Union[NetworkPolicy, _Mapping]] = ...) -> None: ...
+
+class SetNetworkPolicyResponse(_message.Message):
+    __slots__ = ("sandbox",)
+    SANDBOX_FIELD_NUMBER: _ClassVar[int]
+    sandbox: SandboxInfo
+    def __init__(self, sandbox: _Optional[_Union[SandboxInfo, _Mapping]] = ...) -> None: ...
+
+class NetworkDecision(_message.Message):
+    __slots__ = ("at_ms", "host", "port", "address", "allowed", "rule", "reason", "via")
+    AT_MS_FIELD_NUMBER: _ClassVar[int]
+    HOST_FIELD_NUMBER: _ClassVar[int]
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    ALLOWED_FIELD_NUMBER: _ClassVar[int]
+    RULE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    VIA_FIELD_NUMBER: _ClassVar[int]
+    at_ms: int
+    host: str
+    port: int
+    address: str
+    allowed: bool
+    rule: str
+    reason: str
+    via: str
+    def __init__(self, at_ms: _Optional[int] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., address: _Optional[str] = ..., allowed: _Optional[bool] = ..., rule: _Optional[str] = ..., reason: _Optional[str] = ..., via: _Optional[str] = ...) -> None: ...
+
+class GetNetworkLogRequest(_message.Message):
+    __slots__ = ("instance_id", "limit")
+    INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    instance_id: str
+    limit: int
+    def __init__(self, instance_id: _Optional[str] = ..., limit: _Optional[int] = ...) -> None: ...
+
+class GetNetworkLogResponse(_message.Message):
+    __slots__ = ("entries",)
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    entries: _containers.RepeatedCompositeFieldContainer[NetworkDecision]
+    def __init__(self, entries: _Optional[_Iterable[_Union[NetworkDecision, _Mapping]]] = ...) -> None: ...
+
 class SandboxOptions(_message.Message):
     __slots__ = ("image", "env", "workdir", "memory_bytes", "cpus", "pids_limit", "network", "runtime", "labels", "idle_ttl_seconds", "disable_read_guard", "allow_ptrace", "max_lifetime_seconds", "delete_after_stopped_seconds", "disk_bytes", "secrets")
     class EnvEntry(_message.Message):
@@ -171,7 +240,7 @@ class SandboxOptions(_message.Message):
     memory_bytes: int
     cpus: float
     pids_limit: int
-    network: bool
+    network: NetworkPolicy
     runtime: Runtime
     labels: _containers.ScalarMap[str, str]
     idle_ttl_seconds: int
@@ -181,7 +250,7 @@ class SandboxOptions(_message.Message):
     delete_after_stopped_seconds: int
     disk_bytes: int
     secrets: _containers.RepeatedCompositeFieldContainer[Secret]
-    def __init__(self, image: _Optional[str] = ..., env: _Optional[_Mapping[str, str]] = ..., workdir: _Optional[str] = ..., memory_bytes: _Optional[int] = ..., cpus: _Optional[float] = ..., pids_limit: _Optional[int] = ..., network: _Optional[bool] = ..., runtime: _Optional[_Union[Runtime, str]] = ..., labels: _Optional[_Mapping[str, str]] = ..., idle_ttl_seconds: _Optional[int] = ..., disable_read_guard: _Optional[bool] = ..., allow_ptrace: _Optional[bool] = ..., max_lifetime_seconds: _Optional[int] = ..., delete_after_stopped_seconds: _Optional[int] = ..., disk_bytes: _Optional[int] = ..., secrets: _Optional[_Iterable[_Union[Secret, _Mapping]]] = ...) -> None: ...
+    def __init__(self, image: _Optional[str] = ..., env: _Optional[_Mapping[str, str]] = ..., workdir: _Optional[str] = ..., memory_bytes: _Optional[int] = ..., cpus: _Optional[float] = ..., pids_limit: _Optional[int] = ..., network: _Optional[_Union[NetworkPolicy, _Mapping]] = ..., runtime: _Optional[_Union[Runtime, str]] = ..., labels: _Optional[_Mapping[str, str]] = ..., idle_ttl_seconds: _Optional[int] = ..., disable_read_guard: _Optional[bool] = ..., allow_ptrace: _Optional[bool] = ..., max_lifetime_seconds: _Optional[int] = ..., delete_after_stopped_seconds: _Optional[int] = ..., disk_bytes: _Optional[int] = ..., secrets: _Optional[_Iterable[_Union[Secret, _Mapping]]] = ...) -> None: ...
 
 class Secret(_message.Message):
     __slots__ = ("name", "value", "hosts", "env", "file")
@@ -198,7 +267,7 @@ class Secret(_message.Message):
     def __init__(self, name: _Optional[str] = ..., value: _Optional[str] = ..., hosts: _Optional[_Iterable[str]] = ..., env: _Optional[str] = ..., file: _Optional[str] = ...) -> None: ...
 
 class SandboxInfo(_message.Message):
-    __slots__ = ("instance_id", "state", "container_id", "volume", "options", "created_at_ms", "expires_at_ms", "termination_reason")
+    __slots__ = ("instance_id", "state", "container_id", "volume", "options", "created_at_ms", "expires_at_ms", "termination_reason", "warnings")
     INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     CONTAINER_ID_FIELD_NUMBER: _ClassVar[int]
@@ -207,6 +276,7 @@ class SandboxInfo(_message.Message):
     CREATED_AT_MS_FIELD_NUMBER: _ClassVar[int]
     EXPIRES_AT_MS_FIELD_NUMBER: _ClassVar[int]
     TERMINATION_REASON_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
     instance_id: str
     state: str
     container_id: str
@@ -215,7 +285,8 @@ class SandboxInfo(_message.Message):
     created_at_ms: int
     expires_at_ms: int
     termination_reason: str
-    def __init__(self, instance_id: _Optional[str] = ..., state: _Optional[str] = ..., container_id: _Optional[str] = ..., volume: _Optional[str] = ..., options: _Optional[_Union[SandboxOptions, _Mapping]] = ..., created_at_ms: _Optional[int] = ..., expires_at_ms: _Optional[int] = ..., termination_reason: _Optional[str] = ...) -> None: ...
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, instance_id: _Optional[str] = ..., state: _Optional[str] = ..., container_id: _Optional[str] = ..., volume: _Optional[str] = ..., options: _Optional[_Union[SandboxOptions, _Mapping]] = ..., created_at_ms: _Optional[int] = ..., expires_at_ms: _Optional[int] = ..., termination_reason: _Optional[str] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class CreateSandboxRequest(_message.Message):
     __slots__ = ("instance_id", "options")

@@ -368,6 +368,135 @@ class Snapshots:
             _registered_method=True)
 
 
+class NetworkStub:
+    """A sandbox's network policy after create, and what its egress gateway
+    decided (issue 25; sandboxd/contract/network.py is the one model). Needs a
+    token that may set the policy asked for (README "Network policy").
+    """
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.SetNetworkPolicy = channel.unary_unary(
+                '/sandboxd.v1.Network/SetNetworkPolicy',
+                request_serializer=sandboxd_dot_v1_dot_sandbox__pb2.SetNetworkPolicyRequest.SerializeToString,
+                response_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.SetNetworkPolicyResponse.FromString,
+                _registered_method=True)
+        self.GetNetworkLog = channel.unary_unary(
+                '/sandboxd.v1.Network/GetNetworkLog',
+                request_serializer=sandboxd_dot_v1_dot_sandbox__pb2.GetNetworkLogRequest.SerializeToString,
+                response_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.GetNetworkLogResponse.FromString,
+                _registered_method=True)
+
+
+class NetworkServicer:
+    """A sandbox's network policy after create, and what its egress gateway
+    decided (issue 25; sandboxd/contract/network.py is the one model). Needs a
+    token that may set the policy asked for (README "Network policy").
+    """
+
+    def SetNetworkPolicy(self, request, context):
+        """Replace the policy of a sandbox: between none and allow at any time (a
+        live connection the new policy forbids is closed at once); to or from
+        full is refused (INVALID_ARGUMENT: the container's own network). A bad
+        rule is INVALID_ARGUMENT naming it, and nothing changes.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetNetworkLog(self, request, context):
+        """The sandbox's recent egress decisions, oldest first (a bounded ring).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_NetworkServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'SetNetworkPolicy': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetNetworkPolicy,
+                    request_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.SetNetworkPolicyRequest.FromString,
+                    response_serializer=sandboxd_dot_v1_dot_sandbox__pb2.SetNetworkPolicyResponse.SerializeToString,
+            ),
+            'GetNetworkLog': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetNetworkLog,
+                    request_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.GetNetworkLogRequest.FromString,
+                    response_serializer=sandboxd_dot_v1_dot_sandbox__pb2.GetNetworkLogResponse.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'sandboxd.v1.Network', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('sandboxd.v1.Network', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class Network:
+    """A sandbox's network policy after create, and what its egress gateway
+    decided (issue 25; sandboxd/contract/network.py is the one model). Needs a
+    token that may set the policy asked for (README "Network policy").
+    """
+
+    @staticmethod
+    def SetNetworkPolicy(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sandboxd.v1.Network/SetNetworkPolicy',
+            sandboxd_dot_v1_dot_sandbox__pb2.SetNetworkPolicyRequest.SerializeToString,
+            sandboxd_dot_v1_dot_sandbox__pb2.SetNetworkPolicyResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetNetworkLog(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sandboxd.v1.Network/GetNetworkLog',
+            sandboxd_dot_v1_dot_sandbox__pb2.GetNetworkLogRequest.SerializeToString,
+            sandboxd_dot_v1_dot_sandbox__pb2.GetNetworkLogResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+
 class SandboxServiceStub:
     """Missing associated documentation comment in .proto file."""
 

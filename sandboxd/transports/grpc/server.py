@@ -23,6 +23,7 @@ from sandboxd.contract.v1 import sandbox_pb2, sandbox_pb2_grpc
 from sandboxd.service.sandbox_service import SandboxService
 from sandboxd.transports.auth import Authenticator
 from sandboxd.transports.grpc.lifetimes import LifetimesServicer
+from sandboxd.transports.grpc.network import NetworkServicer
 from sandboxd.transports.grpc.port_stream import PortsServicer
 from sandboxd.transports.grpc.servicer import SandboxServicer
 from sandboxd.transports.grpc.snapshots import SnapshotsServicer
@@ -31,6 +32,7 @@ SERVICE_NAME = sandbox_pb2.DESCRIPTOR.services_by_name["SandboxService"].full_na
 PORTS_SERVICE_NAME = sandbox_pb2.DESCRIPTOR.services_by_name["SandboxPorts"].full_name
 LIFETIMES_NAME = sandbox_pb2.DESCRIPTOR.services_by_name["Lifetimes"].full_name
 SNAPSHOTS_NAME = sandbox_pb2.DESCRIPTOR.services_by_name["Snapshots"].full_name
+NETWORK_NAME = sandbox_pb2.DESCRIPTOR.services_by_name["Network"].full_name
 
 
 def _claim_socket_path(path: Path) -> None:
@@ -86,6 +88,9 @@ class GrpcListener:
         sandbox_pb2_grpc.add_SnapshotsServicer_to_server(  # type: ignore[no-untyped-call]
             SnapshotsServicer(service, authenticator), self._server
         )
+        sandbox_pb2_grpc.add_NetworkServicer_to_server(  # type: ignore[no-untyped-call]
+            NetworkServicer(service, authenticator), self._server
+        )
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self._server)
         reflection.enable_server_reflection(
             (
@@ -93,6 +98,7 @@ class GrpcListener:
                 PORTS_SERVICE_NAME,
                 LIFETIMES_NAME,
                 SNAPSHOTS_NAME,
+                NETWORK_NAME,
                 health.SERVICE_NAME,
                 reflection.SERVICE_NAME,
             ),

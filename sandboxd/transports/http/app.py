@@ -15,6 +15,7 @@ from sandboxd.transports.http.preview import Previews
 from sandboxd.transports.http.routes import (
     files,
     lifecycle,
+    network,
     ops,
     ports,
     process,
@@ -43,7 +44,18 @@ def create_app(
         "`Authorization: Bearer <token>` on every /v1 call.",
     )
     app.state.sandboxd = AppState(service, authenticator, lifecycle_state)
-    for module in (lifecycle, snapshots, tools, files, process, processes, ops, transfer, ports):
+    for module in (
+        lifecycle,
+        snapshots,
+        network,
+        tools,
+        files,
+        process,
+        processes,
+        ops,
+        transfer,
+        ports,
+    ):
         app.include_router(module.router)
     errors.install(app)
     openapi.install(app)

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
-from sandboxd.contract import models
+from sandboxd.contract import models, network
 from sandboxd.contract.errors import InvalidArgument
 from sandboxd.contract.validation import INSTANCE_ID
 
@@ -53,6 +53,44 @@ class Secret(_Request):
     file: str = Field(default="", description="or an absolute path of a file holding it")
 
 
+class NetworkPolicy(_Request):
+    """Where a sandbox may connect (sandboxd/contract/network.py is the one model)."""
+
+    mode: network.NetworkMode = Field(default="none", description=network.MODE_DESCRIPTION)
+    allow: list[str] = Field(
+        default=[], max_length=network.MAX_RULES, description=network.RULE_DESCRIPTION
+    )
+    deny: list[str] = Field(
+        default=[], max_length=network.MAX_RULES, description="deny rules: they win over allow"
+    )
+
+    def to_model(self) -> models.NetworkPolicy:
+        return models.NetworkPolicy.from_json(self.model_dump())
+
+    @classmethod
+    def from_model(cls, policy: models.NetworkPolicy) -> NetworkPolicy:
+        return cls.model_validate(policy.to_json())
+
+
+class SetNetworkPolicyRequest(_Request):
+    policy: NetworkPolicy
+
+
+class NetworkDecision(BaseModel):
+    at_ms: int = Field(description="ms since the epoch")
+    host: str = Field(description='the name asked for ("" for a bare address)')
+    port: int
+    address: str = Field(description='the address resolved and connected to ("" if none)')
+    allowed: bool
+    rule: str = Field(description='the deciding rule ("" when none matched)')
+    reason: str = Field(description="the agent-facing text")
+    via: str = Field(description="connect | http | socks")
+
+
+class NetworkLogResponse(BaseModel):
+    entries: list[NetworkDecision]
+
+
 class SandboxOptions(_Request):
     """Unset (or zero) fields take the daemon's defaults."""
 
@@ -62,7 +100,11 @@ class SandboxOptions(_Request):
     memory_bytes: int = 0
     cpus: float = 0.0
     pids_limit: int = 0
-    network: bool | None = None
+    network: NetworkPolicy | bool | None = Field(
+        default=None,
+        description="the network policy (unset: mode none); the earlier true/false "
+        "still mean mode full/none",
+    )
     runtime: Literal["runc", "runsc"] | None = None
     labels: dict[str, str] = {}
     idle_ttl_seconds: int = 0
@@ -133,6 +175,9 @@ class Sandbox(BaseModel):
         description="why a stopped or expired sandbox is so: lifetime | idle | "
         "out_of_memory | killed | exited",
     )
+    warnings: list[str] = Field(
+        default=[], description="what the caller should know (network mode full, ...)"
+    )
 
     @classmethod
     def from_model(cls, info: models.SandboxInfo) -> Sandbox:
@@ -145,6 +190,7 @@ class Sandbox(BaseModel):
             created_at_ms=info.created_at_ms,
             expires_at_ms=info.expires_at_ms,
             termination_reason=info.termination_reason,
+            warnings=list(info.warnings),
         )
 
 
