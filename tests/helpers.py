@@ -56,6 +56,8 @@ class Daemon:
             # workspaces get the docker tier's 64 MiB disks unless told otherwise
             # (flags and ``env`` win; the local backend has no disks).
             "SANDBOXD_DISK_DIR": str(socket.parent / "disks"),
+            # Its egress CA too (not the host's /var/lib/sandboxd).
+            "SANDBOXD_STATE_DIR": str(socket.parent / "state"),
             "SANDBOXD_DISK_BYTES": str(TEST_DISK_BYTES),
             **os.environ,
             **(env or {}),
