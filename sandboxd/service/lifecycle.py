@@ -58,7 +58,9 @@ class Lifecycle(Lifetimes):
             info, created = await self.backend.create(instance_id, requested, wanted)
         if not scope.owns(info.options.labels):
             raise _taken(instance_id)
-        if requested.secrets or self.secrets.names(instance_id):
+        # Only a create that names secrets touches them: a create of an existing
+        # id without any (a client's "create or get") leaves the values in place.
+        if requested.secrets:
             workspace = await self.backend.workspace(instance_id)
             await secrets.deliver(self.secrets, workspace, instance_id, requested.secrets)
         info = await (self._note_created(info) if created else self._described(info))

@@ -57,6 +57,9 @@ def test_create_puts_placeholders_and_keeps_values_in_the_book(tmp_path: Path) -
             # The same create again (the values again, e.g. after a daemon restart): fine.
             _, again = await service.create_sandbox("sb", SandboxOptions(secrets=secrets))
             assert not again
+            # A create or get without secrets leaves them as they are.
+            await service.create_sandbox("sb", SandboxOptions())
+            assert len(service.secrets.for_host("sb", "api.test")) == 2
             with pytest.raises(AlreadyExists):
                 await service.create_sandbox(
                     "sb",
