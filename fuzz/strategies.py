@@ -144,14 +144,37 @@ def options() -> st.SearchStrategy[pb.SandboxOptions]:
         memory_bytes=mostly(st.just(0), INT64),
         cpus=mostly(st.just(0.0), st.floats(allow_nan=True, allow_infinity=True)),
         pids_limit=mostly(st.just(0), INT64),
-        network=st.booleans(),
+        network=st.one_of(
+            st.none(),
+            st.builds(
+                pb.NetworkPolicy,
+                mode=mostly(st.sampled_from([0, 1, 2]), st.sampled_from([3, 4, 99])),
+                allow=st.lists(
+                    mostly(st.sampled_from(["example.com", "*.a.test"]), WILD_TEXT), max_size=3
+                ),
+                deny=st.lists(WILD_TEXT, max_size=2),
+            ),
+        ),
         runtime=mostly(st.sampled_from([0, 1]), st.sampled_from([2, 3, 99])),
         labels=LABELS,
         idle_ttl_seconds=mostly(st.just(0), INT64),
         max_lifetime_seconds=mostly(st.just(0), LONG_SECONDS),
         delete_after_stopped_seconds=mostly(st.just(0), INT64),
         disk_bytes=mostly(st.just(0), INT64),
+        secrets=st.lists(SECRETS, max_size=3),
     )
+
+
+#: Secrets: env ones mostly; file ones only with paths validation refuses (the
+#: fuzz daemon's local backend would write a valid absolute path on the host).
+SECRETS = st.builds(
+    pb.Secret,
+    name=mostly(st.sampled_from(["TOKEN", "KEY_2"]), WILD_TEXT),
+    value=mostly(st.sampled_from(["v-1", "Bearer x"]), WILD_TEXT),
+    hosts=st.lists(mostly(st.sampled_from(["api.test", "*.b.test"]), WILD_TEXT), max_size=3),
+    env=mostly(st.sampled_from(["TOKEN", "T2"]), WILD_TEXT),
+    file=st.sampled_from(["", "", "", "rel/x", "/a/../b", "/a\x00b"]),
+)
 
 
 def extend_sandbox() -> st.SearchStrategy[pb.ExtendSandboxRequest]:

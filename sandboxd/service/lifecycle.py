@@ -149,6 +149,12 @@ class Lifecycle(Lifetimes):
             override = _in_tenant(override, scope)
         if override.disk_bytes:
             raise InvalidArgument("a fork keeps its source's disk_bytes (its disk is copied)")
+        if override.secrets:
+            # Nor does it inherit the source's values: its placeholders stay placeholders.
+            raise InvalidArgument(
+                "a fork takes no secrets (and gets none of its source's values); "
+                "create a new sandbox with the secrets it needs"
+            )
         source = await self._described(await self.backend.get(source_id))
         if override.network is None:
             # The policy in force now (SetNetworkPolicy may have changed it), not the first.

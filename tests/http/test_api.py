@@ -207,3 +207,29 @@ async def test_curl_creates_and_calls_a_tool(server: Daemon) -> None:
         "code": "NOT_FOUND",
         "message": "no sandbox with instance id 'ghost'; create it with CreateSandbox",
     }
+
+
+async def test_secrets_are_write_only(client: httpx.AsyncClient, server: Daemon) -> None:
+    value = "http-secret-value-7a6b5c"
+    secret = {"name": "TOKEN", "value": value, "hosts": ["API.test"], "env": "TOKEN"}
+    created = await client.post(
+        "/v1/sandboxes", json={"instance_id": "box-s", "options": {"secrets": [secret]}}
+    )
+    assert created.status_code == 201, created.text
+    assert value not in created.text
+    (shown,) = created.json()["sandbox"]["options"]["secrets"]
+    assert shown == {
+        "name": "TOKEN",
+        "value": None,
+        "hosts": ["api.test"],
+        "env": "TOKEN",
+        "file": "",
+    }
+    assert value not in (await client.get("/v1/sandboxes/box-s")).text
+    assert list(server.secrets.for_host("box-s", "api.test").values()) == [value.encode()]
+    bad = await client.post(
+        "/v1/sandboxes",
+        json={"instance_id": "box-t", "options": {"secrets": [{**secret, "value": value + "\n"}]}},
+    )
+    assert bad.status_code == 400 and value not in bad.text
+    await client.delete("/v1/sandboxes/box-s")

@@ -69,6 +69,8 @@ def test_create_puts_placeholders_and_keeps_values_in_the_book(tmp_path: Path) -
                 await service.create_sandbox(
                     "sb2", SandboxOptions(env={"TOKEN": "x"}, secrets=secrets[:1])
                 )
+            with pytest.raises(InvalidArgument, match="a fork takes no secrets"):
+                await service.fork_sandbox("sb", "sb-fork", SandboxOptions(secrets=secrets[:1]))
             await service.delete_sandbox("sb")
             assert service.secrets.for_host("sb", "api.test") == {}
         finally:
