@@ -14,6 +14,7 @@ from typing import Any
 from sandboxd import __version__
 from sandboxd.contract.errors import SandboxdError
 from sandboxd.contract.extras import MissingExtra, require
+from sandboxd.contract.network import MODES, RULE_DESCRIPTION, from_flags
 
 
 class _JsonFormatter(logging.Formatter):
@@ -73,6 +74,13 @@ def _add_mcp_parser(commands: Any) -> None:
     mcp.add_argument("--transport", choices=("stdio", "http"), default="stdio")
     mcp.add_argument("--host", default="127.0.0.1", help="HTTP transport: address to bind")
     mcp.add_argument("--port", type=int, default=8765, help="HTTP transport: port (path /mcp)")
+    mcp.add_argument(
+        "--network",
+        choices=MODES,
+        help="network mode of the sandbox the bridge creates (default none; --allow: allow)",
+    )
+    mcp.add_argument("--allow", action="append", default=[], help=f"allow rule: {RULE_DESCRIPTION}")
+    mcp.add_argument("--deny", action="append", default=[], help="deny rule (wins over allow)")
 
 
 def _mcp(args: argparse.Namespace) -> int:
@@ -95,6 +103,7 @@ def _mcp(args: argparse.Namespace) -> int:
                 transport=args.transport,
                 host=args.host,
                 port=args.port,
+                network=from_flags(args.network, args.allow, args.deny),
             )
         )
     except SandboxdError as exc:

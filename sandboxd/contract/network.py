@@ -109,6 +109,17 @@ class NetworkPolicy:
         )
 
 
+def from_flags(
+    mode: str | None, allow: Iterable[str] | None, deny: Iterable[str] | None
+) -> NetworkPolicy | None:
+    """A policy from command-line flags (sandboxctl, ``sandboxd mcp``): None
+    when none is given (the daemon's default); rules without a mode mean allow."""
+    allow, deny = list(allow or ()), list(deny or ())
+    if mode is None and not allow and not deny:
+        return None
+    return NetworkPolicy.from_json({"mode": mode or "allow", "allow": allow, "deny": deny})
+
+
 def _strings(value: object, field: str) -> tuple[str, ...]:
     if value is None:
         return ()
@@ -175,6 +186,20 @@ def transition(old: NetworkPolicy, new: NetworkPolicy) -> None:
             "mode 'full' is the container's own network, fixed at create; "
             "create a new sandbox (or fork this one) with the mode you want"
         )
+
+
+def describe(policy: NetworkPolicy) -> str:
+    """The policy in words a model can act on (the MCP bridge's instructions)."""
+    if policy.mode == "none":
+        return "Network: none; this sandbox cannot connect anywhere outside itself."
+    if policy.mode == "full":
+        return "Network: full; " + FULL_WARNING
+    allowed = ", ".join(policy.allow) or "nothing yet"
+    denied = f" (never: {', '.join(policy.deny)})" if policy.deny else ""
+    return (
+        f"Network: only through the proxy the environment names (HTTP_PROXY, ALL_PROXY), "
+        f"to {allowed}{denied}; a refused connection says which host and rule."
+    )
 
 
 def json_schema() -> dict[str, object]:

@@ -46,7 +46,7 @@ from sandboxd.contract.models import (
     SandboxToolResult,
     SkippedLink,
 )
-from sandboxd.contract.network import MODES, RULE_DESCRIPTION
+from sandboxd.contract.network import MODES, RULE_DESCRIPTION, from_flags
 from sandboxd.contract.secrets import Secret, SecretValue
 from sandboxd.contract.tools import BASH_MAX_TIMEOUT_MS, BASH_MIN_TIMEOUT_MS
 from sandboxd.ctl import render, snapshots
@@ -138,7 +138,7 @@ def create(
     """Create an instance's workspace (or find the existing one: create is idempotent)."""
     options = SandboxOptions(
         image=image,
-        network=_policy(network, allow, deny),
+        network=from_flags(network, allow, deny),
         workdir=workdir,
         idle_ttl_seconds=idle_ttl,
         secrets=tuple(_secret(spec) for spec in secret or ()),
@@ -185,17 +185,6 @@ def _warn(info: SandboxInfo) -> None:
 # ------------------------------------------------------------------ network
 
 
-def _policy(
-    mode: str | None, allow: Sequence[str] | None, deny: Sequence[str] | None
-) -> NetworkPolicy | None:
-    """The policy the flags say (None: none given, the daemon's default)."""
-    if mode is None and not allow and not deny:
-        return None
-    return NetworkPolicy.from_json(
-        {"mode": mode or "allow", "allow": list(allow or ()), "deny": list(deny or ())}
-    )
-
-
 net = typer.Typer(help="A sandbox's network policy and egress decisions.", no_args_is_help=True)
 app.add_typer(net, name="net")
 
@@ -212,7 +201,7 @@ def net_set(
     """Replace the sandbox's policy: `net set ID --allow pypi.org --allow
     files.pythonhosted.org`, `net set ID --network none`. Live connections
     the new policy forbids are closed."""
-    policy = _policy(network, allow, deny)
+    policy = from_flags(network, allow, deny)
     if policy is None:
         fail("give --network MODE and/or --allow/--deny rules")
 

@@ -27,6 +27,8 @@ from runtime_client.factories import GrpcSandboxFactory
 from runtime_client.sandbox import Sandbox
 from runtime_client.sandbox_tools import DESCRIPTIONS, SANDBOX_TOOL_NAMES, SCHEMAS
 from sandboxd import __version__
+from sandboxd.contract.models import NetworkPolicy, SandboxOptions
+from sandboxd.contract.network import describe
 from sandboxd.contract.tools import read_only
 
 log = logging.getLogger(__name__)
@@ -71,8 +73,10 @@ def _text_result(
     )
 
 
-def build_server(sandbox: Sandbox) -> Server[Any]:
-    """An MCP server whose tools run in ``sandbox``."""
+def build_server(sandbox: Sandbox, policy: NetworkPolicy | None = None) -> Server[Any]:
+    """An MCP server whose tools run in ``sandbox``; the model is told what
+    ``policy`` lets it reach. Changing the policy is no tool: the model is
+    whom the policy bounds (``sandboxctl net set``, the Network RPCs)."""
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -104,7 +108,8 @@ def build_server(sandbox: Sandbox) -> Server[Any]:
         version=__version__,
         instructions=(
             f"Tools run in the isolated workspace of sandbox instance {sandbox.instance_id!r}; "
-            "relative paths are relative to its working folder (default /workspace)."
+            "relative paths are relative to its working folder (default /workspace). "
+            + describe(policy or NetworkPolicy())
         ),
         on_list_tools=list_tools,
         on_call_tool=call_tool,
@@ -112,9 +117,13 @@ def build_server(sandbox: Sandbox) -> Server[Any]:
 
 
 @contextlib.asynccontextmanager
-async def open_sandbox(target: str, instance_id: str, token: str | None) -> AsyncIterator[Sandbox]:
-    """The instance's sandbox, created if missing (CreateSandbox is idempotent)."""
-    async with GrpcSandboxFactory(target, token=token) as factory:
+async def open_sandbox(
+    target: str, instance_id: str, token: str | None, network: NetworkPolicy | None = None
+) -> AsyncIterator[Sandbox]:
+    """The instance's sandbox, created if missing (CreateSandbox is idempotent;
+    a ``network`` policy other than the existing sandbox's is ALREADY_EXISTS)."""
+    options = SandboxOptions(network=network)
+    async with GrpcSandboxFactory(target, token=token, options=options) as factory:
         yield await factory.create_sandbox(instance_id)
 
 
@@ -151,9 +160,10 @@ async def run_bridge(
     transport: Transport = "stdio",
     host: str = "127.0.0.1",
     port: int = 8765,
+    network: NetworkPolicy | None = None,
 ) -> None:
-    async with open_sandbox(target, instance_id, token) as sandbox:
-        server = build_server(sandbox)
+    async with open_sandbox(target, instance_id, token, network) as sandbox:
+        server = build_server(sandbox, (await sandbox.info()).options.network)
         if transport == "stdio":
             await serve_stdio(server)
         else:

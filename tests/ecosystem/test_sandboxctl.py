@@ -169,3 +169,29 @@ def test_snapshots_extend_and_max_lifetime(ctl: CliRunner, instance: str) -> Non
     gone = ctl.invoke(app, ["snapshot", "restore", instance, "v1"])
     assert gone.exit_code == 125 and "no snapshot named 'v1'" in gone.stderr
     ok("delete", copy)
+
+
+def test_network_flags_net_set_and_net_log(ctl: CliRunner, local_daemon: Daemon) -> None:
+    name = f"ctl-{secrets.token_hex(3)}"
+    made = ctl.invoke(
+        app, ["create", name, "--allow", "pypi.org", "--deny", "x.pypi.org", "--json"]
+    )
+    assert made.exit_code == 0, made.output
+    assert json.loads(made.stdout)["options"]["network"] == {
+        "mode": "allow", "allow": ["pypi.org"], "deny": ["x.pypi.org"],
+    }  # fmt: skip
+    assert "allow" in ctl.invoke(app, ["list"]).stdout  # the NETWORK column
+    changed = ctl.invoke(app, ["net", "set", name, "--allow", "files.pythonhosted.org:443"])
+    assert changed.exit_code == 0, changed.output
+    assert "network allow" in changed.stdout and "files.pythonhosted.org:443" in changed.stdout
+    bad = ctl.invoke(app, ["net", "set", name, "--allow", "pypi.org:x"])
+    assert bad.exit_code == 125 and "network rule 'pypi.org:x'" in bad.stderr
+    to_full = ctl.invoke(app, ["net", "set", name, "--network", "full"])
+    assert to_full.exit_code == 125 and "cannot change from mode 'allow'" in to_full.stderr
+    assert ctl.invoke(app, ["net", "set", name]).exit_code != 0  # nothing to set
+    empty = ctl.invoke(app, ["net", "log", name])
+    assert empty.exit_code == 0 and "no egress decisions kept" in empty.stderr
+    full = ctl.invoke(app, ["create", f"{name}-full", "--network", "full"])
+    assert full.exit_code == 0 and "warning: network mode 'full'" in full.stderr
+    for each in (name, f"{name}-full"):
+        assert ctl.invoke(app, ["delete", each]).exit_code == 0

@@ -207,3 +207,23 @@ def test_a_token_may_set_modes_up_to_its_network_field() -> None:
     Scope().check_network(NetworkPolicy("full"))
     with pytest.raises(InvalidArgument, match="network='open'"):
         parse_scope(["network=open"])
+
+
+# ------------------------------------------------------------------ MCP
+
+
+def test_the_mcp_bridge_tells_the_model_its_policy_and_offers_no_way_to_change_it() -> None:
+    from runtime_client.sandbox import Sandbox
+    from sandboxd.cli import _parser
+    from sandboxd.mcp.bridge import build_server, tool_list
+
+    args = _parser().parse_args(
+        ["mcp", "--instance", "a", "--allow", "pypi.org", "--deny", "x.pypi.org"]
+    )
+    policy = network.from_flags(args.network, args.allow, args.deny)
+    assert policy == NetworkPolicy("allow", ("pypi.org",), ("x.pypi.org",))
+    assert network.from_flags(None, [], []) is None
+    server = build_server(Sandbox(None, "a"), policy)  # type: ignore[arg-type]
+    assert "to pypi.org (never: x.pypi.org)" in (server.instructions or "")
+    assert "cannot connect anywhere" in (build_server(Sandbox(None, "a")).instructions or "")
+    assert all("network" not in tool.name for tool in tool_list())

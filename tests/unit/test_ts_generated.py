@@ -1,4 +1,4 @@
-"""clients/typescript/src/generated/tools.ts is what scripts/ts_data.py makes."""
+"""clients/typescript/src/generated/*.ts are what scripts/ts_data.py makes."""
 
 from __future__ import annotations
 
@@ -19,6 +19,13 @@ def _ts_data():  # type: ignore[no-untyped-def]
 def test_generated_tool_specs_match_the_python_sources() -> None:
     ts_data = _ts_data()
     assert ts_data.TOOLS_TS.read_text(encoding="utf-8") == ts_data.tools_ts(), (
+        "run `make ts-generate`"
+    )
+
+
+def test_generated_network_policy_matches_the_python_model() -> None:
+    ts_data = _ts_data()
+    assert ts_data.NETWORK_TS.read_text(encoding="utf-8") == ts_data.network_ts(), (
         "run `make ts-generate`"
     )
 

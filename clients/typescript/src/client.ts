@@ -13,6 +13,7 @@ import * as protoLoader from '@grpc/proto-loader';
 import { abortError, mapError, NotFound, SandboxGone, SandboxUnavailable } from './errors.js';
 import { startForward, type ForwardOptions, type PortForward, type RawPortOutput } from './ports.js';
 import { StreamUnsupported, ToolCallStream, type RawCallToolRequest, type RawCallToolResponse } from './tool-stream.js';
+import { NETWORK_MODES, type NetworkMode } from './generated/network.js';
 
 export interface ClientOptions {
   /** `unix:///run/sandboxd/sandboxd.sock` (the default), or `host:port` for TCP. */
@@ -53,7 +54,9 @@ export interface SandboxOptions {
   memoryBytes?: number;
   cpus?: number;
   pidsLimit?: number;
-  network?: boolean;
+  /** Where the sandbox may connect (unset: mode none). `true`/`false`, the
+   * earlier form, still mean mode full / none. README "Network policy". */
+  network?: NetworkPolicy | boolean;
   runtime?: 'runc' | 'runsc';
   labels?: Record<string, string>;
   idleTtlSeconds?: number;
@@ -76,6 +79,28 @@ export interface Secret {
   file?: string;
 }
 
+/** A sandbox's network policy (sandboxd/contract/network.py is the one model). */
+export interface NetworkPolicy {
+  mode: NetworkMode;
+  /** `example.com`, `*.example.com`, either with `:port`, `10.0.0.0/8[:port]`, `[2001:db8::]/32:443`. */
+  allow?: string[];
+  /** Same forms; a deny rule wins over allow. */
+  deny?: string[];
+}
+
+/** One egress decision of a sandbox's gateway (`networkLog`). */
+export interface NetworkDecision {
+  atMs: number;
+  host: string;
+  port: number;
+  address: string;
+  allowed: boolean;
+  rule: string;
+  /** The agent-facing text ("example.com is not in this sandbox's allow list"). */
+  reason: string;
+  via: string;
+}
+
 export interface SandboxInfo {
   instanceId: string;
   state: string;
@@ -83,6 +108,10 @@ export interface SandboxInfo {
   volume: string;
   workdir: string;
   createdAtMs: number;
+  /** The policy in force (after `setNetworkPolicy`, that one). */
+  network: Required<NetworkPolicy>;
+  /** What the caller should know, e.g. that mode full bypasses every rule. */
+  warnings: string[];
 }
 
 export interface ReadFileResult {
@@ -171,7 +200,7 @@ type ServerStream = (
 
 let services: Record<string, grpc.ServiceClientConstructor> | undefined;
 
-function serviceClient(name: 'SandboxService' | 'SandboxPorts' = 'SandboxService'): grpc.ServiceClientConstructor {
+function serviceClient(name: 'SandboxService' | 'SandboxPorts' | 'Network' = 'SandboxService'): grpc.ServiceClientConstructor {
   if (services === undefined) {
     const definition = protoLoader.loadSync(protoPath(), LOADER_OPTIONS);
     const root = grpc.loadPackageDefinition(definition) as unknown as {
@@ -224,8 +253,36 @@ interface RawSandboxInfo {
   state: string;
   containerId: string;
   volume: string;
-  options: { workdir: string } | null;
+  options: { workdir: string; network: RawNetworkPolicy | null } | null;
   createdAtMs: number;
+  warnings: string[];
+}
+
+interface RawNetworkPolicy {
+  mode: string;
+  allow: string[];
+  deny: string[];
+}
+
+const MODE_TO_PROTO: Record<NetworkMode, string> = {
+  none: 'NETWORK_MODE_NONE',
+  allow: 'NETWORK_MODE_ALLOW',
+  full: 'NETWORK_MODE_FULL',
+};
+
+function policyToProto(policy: NetworkPolicy | boolean): RawNetworkPolicy {
+  const p: NetworkPolicy = typeof policy === 'boolean' ? { mode: policy ? 'full' : 'none' } : policy;
+  if (!NETWORK_MODES.includes(p.mode)) {
+    throw new TypeError(`network.mode ${JSON.stringify(p.mode)} is not a mode: use ${NETWORK_MODES.join(', ')}`);
+  }
+  return { mode: MODE_TO_PROTO[p.mode], allow: p.allow ?? [], deny: p.deny ?? [] };
+}
+
+function policyFromProto(raw: RawNetworkPolicy | null | undefined): Required<NetworkPolicy> {
+  const name = (raw?.mode ?? '').replace(/^NETWORK_MODE_/, '').toLowerCase();
+  // UNSPECIFIED (or unset) is none; a mode only a newer daemon knows is shown as it is.
+  const mode = (NETWORK_MODES as readonly string[]).includes(name) ? (name as NetworkMode) : 'none';
+  return { mode, allow: raw?.allow ?? [], deny: raw?.deny ?? [] };
 }
 
 function sandboxInfo(raw: RawSandboxInfo): SandboxInfo {
@@ -236,6 +293,8 @@ function sandboxInfo(raw: RawSandboxInfo): SandboxInfo {
     volume: raw.volume,
     workdir: raw.options?.workdir || '/workspace',
     createdAtMs: raw.createdAtMs,
+    network: policyFromProto(raw.options?.network),
+    warnings: raw.warnings ?? [],
   };
 }
 
@@ -248,7 +307,7 @@ function optionsToProto(options: SandboxOptions | undefined): object {
     memoryBytes: o.memoryBytes ?? 0,
     cpus: o.cpus ?? 0,
     pidsLimit: o.pidsLimit ?? 0,
-    ...(o.network === undefined ? {} : { network: o.network }),
+    ...(o.network === undefined ? {} : { network: policyToProto(o.network) }),
     runtime: o.runtime === 'runsc' ? 'RUNTIME_RUNSC' : o.runtime === 'runc' ? 'RUNTIME_RUNC' : 'RUNTIME_UNSPECIFIED',
     labels: o.labels ?? {},
     idleTtlSeconds: o.idleTtlSeconds ?? 0,
@@ -282,6 +341,7 @@ export class SandboxdClient {
   readonly target: string;
   private readonly client: grpc.Client;
   private portsClient: grpc.Client | undefined;
+  private networkClient: grpc.Client | undefined;
   private readonly credentials: grpc.ChannelCredentials;
   private readonly token: string | undefined;
   private toolStream: ToolCallStream | undefined;
@@ -307,6 +367,7 @@ export class SandboxdClient {
   close(): void {
     this.toolStream?.close();
     this.portsClient?.close();
+    this.networkClient?.close();
     this.client.close();
   }
 
@@ -337,14 +398,14 @@ export class SandboxdClient {
     return metadata;
   }
 
-  private unary<T>(method: string, request: object, options: CallOptions = {}): Promise<T> {
+  private unary<T>(method: string, request: object, options: CallOptions = {}, client = this.client): Promise<T> {
     const { signal } = options;
     if (signal?.aborted) return Promise.reject(abortError(signal));
-    const fn = (this.client as unknown as Record<string, Unary>)[method];
+    const fn = (client as unknown as Record<string, Unary>)[method];
     if (fn === undefined) throw new Error(`no RPC ${method}`);
     return new Promise<T>((resolve, reject) => {
       let onAbort: (() => void) | undefined;
-      const call = fn.call(this.client, request, this.metadata(), {}, (error, response) => {
+      const call = fn.call(client, request, this.metadata(), {}, (error, response) => {
         if (onAbort) signal?.removeEventListener('abort', onAbort);
         if (error) {
           reject(signal?.aborted ? abortError(signal) : mapError(error));
@@ -407,6 +468,42 @@ export class SandboxdClient {
   async deleteSandbox(instanceId: string, call?: CallOptions): Promise<boolean> {
     const response = await this.unary<{ deleted: boolean }>('DeleteSandbox', { instanceId }, call);
     return response.deleted;
+  }
+
+  // ------------------------------------------------------------ network
+
+  private network(): grpc.Client {
+    if (this.networkClient === undefined) {
+      const Ctor = serviceClient('Network');
+      this.networkClient = new Ctor(this.target, this.credentials, {});
+    }
+    return this.networkClient;
+  }
+
+  /**
+   * Put a new network policy in force: between none and allow at any time (a
+   * live connection it forbids is closed); to or from full is refused. A bad
+   * rule is an InvalidArgument naming it, and nothing changes.
+   */
+  async setNetworkPolicy(instanceId: string, policy: NetworkPolicy, call?: CallOptions): Promise<SandboxInfo> {
+    const response = await this.unary<{ sandbox: RawSandboxInfo }>(
+      'SetNetworkPolicy',
+      { instanceId, policy: policyToProto(policy) },
+      call,
+      this.network(),
+    );
+    return sandboxInfo(response.sandbox);
+  }
+
+  /** The sandbox's recent egress decisions, oldest first (`limit`: the newest N; 0: all kept). */
+  async networkLog(instanceId: string, limit = 0, call?: CallOptions): Promise<NetworkDecision[]> {
+    const response = await this.unary<{ entries: NetworkDecision[] }>(
+      'GetNetworkLog',
+      { instanceId, limit },
+      call,
+      this.network(),
+    );
+    return response.entries;
   }
 
   async listSandboxes(labelSelector: Record<string, string> = {}, call?: CallOptions): Promise<SandboxInfo[]> {

@@ -16,6 +16,7 @@ import {
   SandboxUnavailable,
   Unauthenticated,
 } from '../src/errors.js';
+import { FULL_NETWORK_WARNING } from '../src/generated/network.js';
 import { instanceIdFor, INSTANCE_ID, sandboxCallId } from '../src/ids.js';
 import { backends, pythonData, startDaemon, type Daemon } from './daemon.js';
 
@@ -61,6 +62,30 @@ for (const backend of backends()) {
       client.close();
       closeSharedClients();
       await daemon.stop();
+    });
+
+    test('a network policy: set at create, read back, changed, refused when bad; its log', async () => {
+      const policy = { mode: 'allow' as const, allow: ['pypi.org', '*.pythonhosted.org:443'], deny: ['evil.pypi.org'] };
+      const created = await client.createSandbox('net1', { network: policy });
+      assert.deepEqual(created.network, policy);
+      assert.deepEqual(created.warnings, []);
+      assert.deepEqual((await client.getSandbox('net1')).network, policy);
+      const none = await client.setNetworkPolicy('net1', { mode: 'none' });
+      assert.deepEqual(none.network, { mode: 'none', allow: [], deny: [] });
+      await assert.rejects(client.setNetworkPolicy('net1', { mode: 'allow', allow: ['pypi.org:x'] }), (err: Error) => {
+        assert.ok(err instanceof InvalidArgument);
+        assert.match(err.message, /network\.allow: network rule 'pypi\.org:x'/);
+        return true;
+      });
+      await assert.rejects(client.setNetworkPolicy('net1', { mode: 'full' }), InvalidArgument);
+      assert.equal((await client.getSandbox('net1')).network.mode, 'none');
+      const full = await client.createSandbox('net2', { network: true });
+      assert.equal(full.network.mode, 'full');
+      assert.deepEqual(full.warnings, [FULL_NETWORK_WARNING]);
+      assert.deepEqual(await client.networkLog('net1'), []);
+      await assert.rejects(client.networkLog('no-such-box'), NotFound);
+      await client.deleteSandbox('net1');
+      await client.deleteSandbox('net2');
     });
 
     // Local backend only: its sandbox shares this host's loopback, so the test's
