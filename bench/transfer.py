@@ -9,7 +9,8 @@
   workspaces disks, as it does by default; a plain volume otherwise);
   DownloadTree vs ``docker cp`` out; rounds interleaved, the first subject
   alternating, host folders removed only after the last round;
-* ForkSandbox of a 100 MB workspace (p50);
+* ForkSandbox of a 100 MB workspace (p50); CreateSnapshot and RestoreSnapshot
+  of it (p50, bench.snapshots);
 * a 1 GiB single-file Upload, in MB/s.
 """
 
@@ -29,6 +30,7 @@ from typing import Any
 
 import docker
 
+from bench import snapshots
 from runtime_client import GrpcSandboxFactory
 from sandboxd.backends.docker import disk
 from sandboxd.contract.errors import SandboxUnavailable
@@ -207,6 +209,9 @@ async def measure(
             results["fork_method"] = ",".join(sorted(methods))
             log(f"  fork of 100 MB: p50 {results['fork_100mb_ms_p50']:.0f} ms ({methods})")
 
+            results["snapshots"] = await snapshots.measure_on(box, factory)
+            log(snapshots.render(results["snapshots"]))
+
             speeds = []
             for _ in range(2):
                 started = time.perf_counter()
@@ -246,6 +251,7 @@ def targets(transfer: dict[str, Any]) -> list[tuple[str, float, float, str, bool
          False),
         ("1 GiB single-file upload >= 200 MB/s", transfer["upload_1gib_mb_s"], 200.0, "MB/s",
          True),
+        *(snapshots.targets(transfer["snapshots"]) if "snapshots" in transfer else []),
     ]  # fmt: skip
 
 
@@ -259,6 +265,7 @@ def render(transfer: dict[str, Any]) -> str:
             f"  tree download  sandboxd {t['tree_download_s']:.2f}  docker cp "
             f"{t['tree_download_docker_cp_s']:.2f}  ratio {t['tree_download_ratio']:.2f}",
             f"  fork 100 MB    p50 {t['fork_100mb_ms_p50']:.0f} ms ({t['fork_method']})",
+            *([snapshots.render(t["snapshots"])] if "snapshots" in t else []),
             f"  1 GiB upload   {t['upload_1gib_mb_s']:.0f} MB/s; download "
             f"{t['download_1gib_mb_s']:.0f} MB/s",
             f"  volumes        {t.get('volumes', '?')}",

@@ -374,10 +374,11 @@ class ForkResult:
     duration_ms: int
 
 
-#: How a snapshot's files were copied (``SnapshotInfo.method``) and how a
-#: restore copied them back: file by file, reflinked where the host's file
-#: system can share blocks, copied otherwise.
-SNAPSHOT_METHODS = ("reflink", "copy")
+#: How a snapshot was copied (``SnapshotInfo.method``) and how a restore
+#: copied it back: a disk-image workspace's whole image, cloned copy-on-write
+#: or copied sparsely (O(data)); or the files one by one, reflinked where the
+#: host's file system can share blocks, copied otherwise (O(files)).
+SNAPSHOT_METHODS = ("image-reflink", "image-copy", "reflink", "copy")
 
 
 @dataclass(frozen=True)

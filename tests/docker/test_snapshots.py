@@ -13,12 +13,14 @@ import anyio
 import docker
 import pytest
 
-from runtime_client import GrpcSandboxFactory
+from runtime_client import GrpcSandboxFactory, Sandbox
+from sandboxd.backends.docker import disk
 from sandboxd.backends.docker.snapshots import NAME
 from sandboxd.backends.shared import labels
+from sandboxd.contract.models import SandboxOptions
 from tests.docker_fixtures import IMAGE, RUN_PREFIX, remove_namespace_resources
-from tests.helpers import Daemon
-from tests.snapshot_checks import round_trips
+from tests.helpers import TEST_DISK_BYTES, Daemon
+from tests.snapshot_checks import round_trips, tree
 
 pytestmark = [pytest.mark.docker, pytest.mark.anyio]
 
@@ -46,10 +48,25 @@ async def test_snapshot_change_restore_three_times_across_daemon_restarts(
         factory = GrpcSandboxFactory(daemon.target)
 
     try:
-        await round_trips(box, lambda: factory.transport, restart, "s")
-        # Kept by the engine as labelled volumes: none left once deleted.
+        # The tier's workspaces have disk images: snapshots copy them whole.
+        first = await round_trips(
+            box, lambda: factory.transport, restart, "s", {"image-copy", "image-reflink"}
+        )
+        # Onto a disk of another size the image cannot be copied over: its files are.
+        other = await factory.transport.create_from_snapshot(
+            "s-0", "snap-big", SandboxOptions(disk_bytes=2 * TEST_DISK_BYTES)
+        )
+        assert other.method in {"copy", "reflink"}
+        assert await tree(Sandbox(factory.transport, "snap-big")) == first
+        await factory.transport.delete_sandbox("snap-big")
+        # Kept by the engine as labelled volumes (and images): none left once deleted.
         where = {"label": [f"{labels.NAMESPACE}={namespace}", NAME]}
+        (volume,) = docker_client.volumes.list(filters=where)
+        image = Path(volume.attrs["Labels"][disk.DISK_LABEL])
+        assert await anyio.Path(image).exists()
+        await factory.transport.delete_snapshot("s-0")
         assert docker_client.volumes.list(filters=where) == []
+        assert not await anyio.Path(image).exists()
         await factory.transport.delete_sandbox("snap")
     finally:
         await factory.aclose()

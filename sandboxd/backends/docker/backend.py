@@ -646,6 +646,8 @@ class DockerBackend:
         return self._locks.setdefault(f"snapshot\0{tenant}\0{name}", asyncio.Lock())
 
     async def snapshot(self, instance_id: str, name: str, tenant: str) -> SnapshotInfo:
+        """A disk-image workspace's snapshot is a copy of its image (taken paused
+        and frozen, as a fork's); a plain volume's, a copy of its files."""
         started = time.monotonic()
         async with self._lock(instance_id), self._snapshot_lock(tenant, name):
             container = await self._find(instance_id)
@@ -657,25 +659,41 @@ class DockerBackend:
                     f"snapshot {name!r} already exists; delete it or choose another"
                 )
             source = await self._volume_attrs(container)
+            source_image = (source.get("Labels") or {}).get(disk.DISK_LABEL)
+            volume_name = snapshots.volume_name(namespace)
+            image = self.settings.disk_dir / f"{volume_name}.img" if source_image else None
+            if image is not None:
+                await anyio.to_thread.run_sync(
+                    disk.check_room, self.settings.disk_dir, self.settings.disk_reserve_bytes
+                )
             volume = await _thread(
-                snapshots.create_volume, self.client, self.settings.namespace, tenant, name
+                snapshots.create_volume, self.client, namespace, tenant, name, volume_name, image
             )
+            folder = str(volume.attrs.get("Mountpoint") or "")
+            taking = shared_snapshots.Taking(
+                name, instance_id, labels.options_from(container.labels), started
+            )
+
+            def take() -> SnapshotInfo:
+                if source_image:
+                    mountpoint = str(source.get("Mountpoint") or "")
+                    mounted = bool(mountpoint) and os.path.ismount(mountpoint)
+                    copied, method = disk.copy(
+                        Path(source_image),
+                        mountpoint if mounted else None,
+                        self.settings.disk_dir,
+                        volume_name,
+                    )
+                    return taking.finish(folder, method, disk.allocated(copied))
+                with disk.volume_folder(source, writable=False) as source_dir:
+                    return shared_snapshots.take(source_dir, folder, taking)
+
             try:
-                folder = str(volume.attrs.get("Mountpoint") or "")
-
-                options = labels.options_from(container.labels)
-
-                def take() -> SnapshotInfo:
-                    with disk.volume_folder(source, writable=False) as source_dir:
-                        return shared_snapshots.take(
-                            source_dir, folder, name, instance_id, options, started
-                        )
-
                 async with self._frozen(container):
                     info: SnapshotInfo = await anyio.to_thread.run_sync(take)
             except BaseException:
-                with contextlib.suppress(docker.errors.NotFound, SandboxUnavailable):
-                    await _thread(volume.remove, force=True)
+                with contextlib.suppress(SandboxUnavailable):
+                    await _thread(snapshots.remove, volume)
                 raise
             return info
 
@@ -693,28 +711,45 @@ class DockerBackend:
             if not found:
                 raise shared_snapshots.unknown(name)
             for volume in found:
-                with contextlib.suppress(docker.errors.NotFound):
-                    await _thread(volume.remove, force=True)
+                await _thread(snapshots.remove, volume)
 
     async def restore(self, instance_id: str, name: str, tenant: str) -> ForkResult:
+        """With the container stopped: an image snapshot onto a workspace image
+        of its size is copied over it whole; otherwise files are copied."""
         started = time.monotonic()
         async with self._lock(instance_id), self._snapshot_lock(tenant, name):
             container = await self._find(instance_id)
             if container is None:
                 raise unknown_instance(instance_id)
-            snapshot, folder = await _thread(
+            snapshot, volume = await _thread(
                 snapshots.find, self.client, self.settings.namespace, tenant, name
             )
+            snapshot_image = snapshots.image_of(volume)
+            folder = str(volume.attrs.get("Mountpoint") or "")
             target = await self._volume_attrs(container)
-            image = (target.get("Labels") or {}).get(disk.DISK_LABEL)
-            if image:
-                size = await anyio.to_thread.run_sync(os.path.getsize, image)
+            target_image = (target.get("Labels") or {}).get(disk.DISK_LABEL)
+            if target_image:
+                size = await anyio.to_thread.run_sync(os.path.getsize, target_image)
                 shared_snapshots.check_fits(snapshot, size)
-            method = ""
 
             def copy_back() -> str:
+                mountpoint = str(target.get("Mountpoint") or "")
+                device = (target.get("Options") or {}).get("device") or ""
+                if (
+                    snapshot_image is not None
+                    and target_image
+                    and device
+                    and not (mountpoint and os.path.ismount(mountpoint))
+                    and snapshot_image.stat().st_size == os.path.getsize(target_image)
+                ):
+                    return disk.overwrite(snapshot_image, Path(target_image), device)
                 with disk.volume_folder(target, writable=True) as target_dir:
-                    return shared_snapshots.restore(folder, target_dir)
+                    if snapshot_image is None:
+                        return shared_snapshots.restore(folder, target_dir)
+                    with disk.image_folder(snapshot_image) as source_dir:
+                        return shared_snapshots.restore_tree(source_dir, target_dir)
+
+            method = ""
 
             async def stopped() -> None:
                 nonlocal method

@@ -270,3 +270,45 @@ def volume_folder(attrs: dict[str, Any], *, writable: bool) -> Iterator[str]:
     finally:
         with contextlib.suppress(OSError):
             os.rmdir(folder)
+
+
+def allocated(image: Path) -> int:
+    """The bytes ``image`` takes on the host's disk (a sparse file's data blocks)."""
+    return image.stat().st_blocks * 512
+
+
+def overwrite(source: Path, target: Path, device: str) -> str:
+    """Make the workspace image ``target`` (attached at ``device``, mounted by
+    no one: its container is stopped) a copy of ``source``, in place: the
+    device stays bound to the same file. Its cached blocks are dropped after
+    (``blockdev --flushbufs``), so the next mount reads the copy, not what
+    the device saw before. Returns ``image-reflink`` or ``image-copy``."""
+    method = "image-reflink" if _reflinks(str(target.parent)) else "image-copy"
+    _run(
+        "cp", "--reflink=auto", "--sparse=always", "--", str(source), str(target), timeout=3600
+    )  # fmt: skip
+    _run("blockdev", "--flushbufs", device)
+    return method
+
+
+@contextlib.contextmanager
+def image_folder(image: Path) -> Iterator[str]:
+    """A snapshot's disk image, attached read-only and mounted for the moment:
+    its files, for a restore into a workspace that is not an image of its size."""
+    device = _run("losetup", "--find", "--show", "--read-only", str(image))
+    try:
+        folder = tempfile.mkdtemp(prefix="sandboxd-image-")
+        try:
+            # noload: a read-only device cannot replay a journal (the copy was
+            # taken frozen, so there is none to replay).
+            _run("mount", "-t", "ext4", "-o", "ro,noload", device, folder)
+            try:
+                yield folder
+            finally:
+                subprocess.run(["umount", folder], capture_output=True)
+        finally:
+            with contextlib.suppress(OSError):
+                os.rmdir(folder)
+    finally:
+        with contextlib.suppress(SandboxUnavailable):
+            _run("losetup", "--detach", device)

@@ -322,10 +322,7 @@ class LocalBackend:
                         shared_snapshots.take,
                         str(self.root / instance_id),
                         str(folder),
-                        name,
-                        instance_id,
-                        options,
-                        started,
+                        shared_snapshots.Taking(name, instance_id, options, started),
                     )
             except BaseException:
                 await anyio.to_thread.run_sync(shared_snapshots.remove, folder)

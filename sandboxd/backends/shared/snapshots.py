@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from sandboxd.backends.shared import clone
@@ -51,25 +52,37 @@ def tree_bytes(folder: str) -> int:
     return total
 
 
-def take(
-    source: str, folder: str, name: str, source_id: str, options: SandboxOptions, started: float
-) -> SnapshotInfo:
+@dataclass(frozen=True)
+class Taking:
+    """What a snapshot being taken is: its name, its source, when it started."""
+
+    name: str
+    source_id: str
+    options: SandboxOptions
+    started: float  # time.monotonic()
+
+    def finish(self, folder: str, method: str, size: int) -> SnapshotInfo:
+        """Mark ``folder`` a finished snapshot: its note, written last."""
+        snapshot = SnapshotInfo(
+            name=self.name,
+            source_id=self.source_id,
+            size_bytes=size,
+            created_at_ms=int(time.time() * 1000),
+            method=method,
+            duration_ms=int((time.monotonic() - self.started) * 1000),
+            options=self.options,
+        )
+        _write_note(folder, snapshot)
+        return snapshot
+
+
+def take(source: str, folder: str, taking: Taking) -> SnapshotInfo:
     """Copy the workspace tree ``source`` into snapshot ``folder`` (the caller
-    has frozen the workspace) and mark it finished; ``started``: monotonic."""
+    has frozen the workspace) and mark it finished."""
     target = os.path.join(folder, FILES)
     os.makedirs(target, exist_ok=True)
     method = clone.copy_tree(source, target)
-    snapshot = SnapshotInfo(
-        name=name,
-        source_id=source_id,
-        size_bytes=tree_bytes(target),
-        created_at_ms=int(time.time() * 1000),
-        method=method,
-        duration_ms=int((time.monotonic() - started) * 1000),
-        options=options,
-    )
-    _write_note(folder, snapshot)
-    return snapshot
+    return taking.finish(folder, method, tree_bytes(target))
 
 
 def _write_note(folder: str, snapshot: SnapshotInfo) -> None:
@@ -103,8 +116,13 @@ def check_fits(snapshot: SnapshotInfo, disk_bytes: int) -> None:
 
 def restore(folder: str, target: str) -> str:
     """Empty the workspace folder ``target`` and copy the snapshot's files in: the method."""
+    return restore_tree(os.path.join(folder, FILES), target)
+
+
+def restore_tree(source: str, target: str) -> str:
+    """Empty the workspace folder ``target`` and copy the tree ``source`` in: the method."""
     empty(target)
-    return clone.copy_tree(os.path.join(folder, FILES), target)
+    return clone.copy_tree(source, target)
 
 
 def empty(folder: str) -> None:
