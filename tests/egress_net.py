@@ -28,6 +28,19 @@ from pathlib import Path
 
 BASE = ipaddress.ip_network("198.51.100.0/24")
 
+#: A TCP echo server (``python3 -c ECHO ADDRESS PORT``): what it reads, back.
+ECHO = r"""
+import socket, sys, threading
+srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind((sys.argv[1], int(sys.argv[2]))); srv.listen(256)
+def serve(c):
+    while d := c.recv(65536):
+        c.sendall(d)
+    c.close()
+while True:
+    c, _ = srv.accept(); threading.Thread(target=serve, args=(c,), daemon=True).start()
+"""
+
 
 def _run(*argv: str) -> str:
     return subprocess.run(argv, check=True, capture_output=True, text=True).stdout

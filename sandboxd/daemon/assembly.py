@@ -67,6 +67,8 @@ class Daemon:
                 self.secrets, ca, upstream_cafile=settings.egress_upstream_ca
             )
         self.service = SandboxService(self.backend, settings, secrets=self.secrets)
+        # The gateways hand a secret's hosts' connections to the interceptor.
+        self.service.gateways.interceptor = self.interceptor
         self.keeper = LifetimeKeeper(self.backend, settings, quotas=self.service.quotas)
         calls.configure(access_log_enabled=settings.access_log)
         self.grpc = GrpcListener(
@@ -129,6 +131,7 @@ class Daemon:
         if self._http is not None:
             await self._http.stop()
         await self.keeper.close()
+        await self.service.gateways.close()
         await self.backend.close()
         self.grpc.release_socket()
         log.info("sandboxd stopped")

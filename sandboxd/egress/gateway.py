@@ -216,11 +216,14 @@ class Gateway:
         self._record("", 0, "", listener, Decision(False, None, reason))
         if listener == "socks":
             stream = Buffered(pipe)
+
+            async def refuse() -> None:
+                await pipe.write(await socks.greet(stream))
+                await socks.read_request(stream)
+                await pipe.write(socks.reply(socks.Reply.GENERAL_FAILURE))
+
             with contextlib.suppress(SandboxdError, ValueError, asyncio.TimeoutError):
-                async with asyncio.timeout(HEAD_TIMEOUT_S):
-                    await pipe.write(await socks.greet(stream))
-                    await socks.read_request(stream)
-                    await pipe.write(socks.reply(socks.Reply.GENERAL_FAILURE))
+                await asyncio.wait_for(refuse(), HEAD_TIMEOUT_S)
         else:
             await _answer(pipe, 503, reason)
 
@@ -229,10 +232,9 @@ class Gateway:
     async def _http(self, pipe: Pipe) -> None:
         stream = Buffered(pipe)
         try:
-            async with asyncio.timeout(HEAD_TIMEOUT_S):
-                head = await stream.until(b"\r\n\r\n", MAX_HEAD)
+            head = await asyncio.wait_for(stream.until(b"\r\n\r\n", MAX_HEAD), HEAD_TIMEOUT_S)
             request = parse_head(head)
-        except TimeoutError:
+        except asyncio.TimeoutError:
             return
         except InvalidArgument as exc:
             self._record("", 0, "", "http", Decision(False, None, exc.message))
@@ -259,14 +261,19 @@ class Gateway:
 
     async def _socks(self, pipe: Pipe) -> None:
         stream = Buffered(pipe)
+
+        async def handshake() -> socks.Target | None:
+            answer = await socks.greet(stream)
+            await pipe.write(answer)
+            if answer[1] == socks.NO_ACCEPTABLE:
+                return None
+            return await socks.read_request(stream)
+
         try:
-            async with asyncio.timeout(HEAD_TIMEOUT_S):
-                answer = await socks.greet(stream)
-                await pipe.write(answer)
-                if answer[1] == socks.NO_ACCEPTABLE:
-                    return
-                target = await socks.read_request(stream)
-        except TimeoutError:
+            target = await asyncio.wait_for(handshake(), HEAD_TIMEOUT_S)
+            if target is None:
+                return
+        except asyncio.TimeoutError:
             return
         except socks.Unsupported as exc:
             self._record("", 0, "", "socks", Decision(False, None, exc.message))
@@ -331,9 +338,11 @@ class Gateway:
                 refusal = refusal or decision
                 continue
             try:
-                async with asyncio.timeout(self._limits.connect_timeout_s):
-                    reader, writer = await asyncio.open_connection(str(address), port, limit=CHUNK)
-            except TimeoutError:
+                reader, writer = await asyncio.wait_for(
+                    asyncio.open_connection(str(address), port, limit=CHUNK),
+                    self._limits.connect_timeout_s,
+                )
+            except asyncio.TimeoutError:
                 failure = f"connecting to {asked} port {port} ({address}) timed out"
                 continue
             except OSError as exc:
@@ -377,7 +386,7 @@ class Gateway:
                 )
                 return
             await self._pump(flow, live.host if tunnel else None)
-        except TimeoutError:
+        except asyncio.TimeoutError:
             self._record(
                 flow.host,
                 flow.port,
@@ -471,14 +480,15 @@ async def _hello_for(flow: Flow, host: str) -> bytes:
     """The tunnel's first bytes, once a ClientHello among them (if they start
     with a TLS record) was read whole and names ``host`` (or no host)."""
     buffered = bytearray(flow.first)
-    async with asyncio.timeout(HELLO_TIMEOUT_S):
+
+    async def first_record() -> str | bytes | None:
+        """The SNI (None: none), or the bytes when they are no TLS or ended early."""
         while True:
             if buffered and buffered[0] != sni.HANDSHAKE:
                 return bytes(buffered)  # not TLS: the address was what was checked
             if buffered:
                 try:
-                    name = sni.server_name(bytes(buffered))
-                    break
+                    return sni.server_name(bytes(buffered))
                 except sni.Incomplete:
                     if len(buffered) > sni.MAX_RECORD:
                         raise _SniRefused("the tunnel's TLS ClientHello is too long") from None
@@ -489,7 +499,12 @@ async def _hello_for(flow: Flow, host: str) -> bytes:
             chunk = await flow.client.read()
             if not chunk:
                 return bytes(buffered)
-            buffered += chunk
+            buffered.extend(chunk)
+
+    found = await asyncio.wait_for(first_record(), HELLO_TIMEOUT_S)
+    if isinstance(found, bytes):
+        return found
+    name = found
     if name is not None:
         try:
             normal: object = normalize_host(name)

@@ -97,6 +97,9 @@ class Gateways:
         except SandboxdError as exc:
             log.info("egress %s: no workspace to serve: %s", instance_id, exc)
             return
+        except Exception:  # a background task: its failure must not go unseen nor spread
+            log.exception("egress %s: reaching the workspace failed", instance_id)
+            return
         if workspace is not None and self._wanted(instance_id) and not self.gateway(instance_id):
             self._start(instance_id, workspace)
 

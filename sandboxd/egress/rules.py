@@ -346,6 +346,8 @@ def host_addresses() -> frozenset[Address]:
 def _special(address: Address, own: frozenset[Address]) -> tuple[Network, str] | None:
     """The range that makes ``address`` closed to name rules, and what it is."""
     for form in _forms(address):
+        if form.is_loopback:  # the host's too, but "loopback" says more
+            return next((n, w) for n, w in SPECIAL.items() if form in n)
         if form in own:
             return ipaddress.ip_network(form), "an address of the daemon's host"
         for net, what in SPECIAL.items():

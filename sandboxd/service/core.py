@@ -7,6 +7,7 @@ from sandboxd.contract import validation
 from sandboxd.contract.errors import ResourceExhausted
 from sandboxd.contract.models import SandboxInfo
 from sandboxd.egress.book import SecretBook
+from sandboxd.service.egress import gateways_for
 from sandboxd.service.network import NetworkRegistry
 from sandboxd.service.ports import Workspace, WorkspaceBackend
 from sandboxd.service.quotas import Quotas
@@ -30,6 +31,8 @@ class ServiceCore:
         self.secrets = secrets or SecretBook()
         #: Each sandbox's policy in force and its egress decisions (the gateway's).
         self.network = NetworkRegistry()
+        #: One egress gateway per running sandbox in mode allow (service/egress.py).
+        self.gateways = gateways_for(backend, settings, self.network)
 
     async def _owned(self, instance_id: str) -> SandboxInfo | None:
         """Check that the caller may touch ``instance_id``: its id rules, and for a
@@ -49,7 +52,10 @@ class ServiceCore:
 
     async def _workspace(self, instance_id: str) -> Workspace:
         await self._owned(instance_id)
-        return await self.backend.workspace(instance_id)
+        workspace = await self.backend.workspace(instance_id)
+        # A gateway whose executor restarted under it comes back here.
+        self.gateways.seen(instance_id, workspace)
+        return workspace
 
     def _check_payload(self, size: int, field: str, *, streaming: str = "") -> None:
         limit = self.settings.max_payload_bytes

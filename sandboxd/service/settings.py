@@ -1,13 +1,15 @@
-"""The service's settings: exec time limits, over the workspace defaults it validates with."""
+"""The service's settings: exec time limits, over the workspace defaults it validates with
+(and the egress gateways' it runs)."""
 
 from __future__ import annotations
 
 from pydantic import Field, SecretStr
 
 from sandboxd.backends.shared.settings import WorkspaceSettings
+from sandboxd.egress.settings import EgressSettings
 
 
-class ServiceSettings(WorkspaceSettings):
+class ServiceSettings(WorkspaceSettings, EgressSettings):
     exec_timeout_ms: int = Field(120_000, ge=1000, description="default exec timeout")
     max_exec_timeout_ms: int = Field(3_600_000, ge=1000, description="largest exec timeout")
     # Every tenant's quotas (service/quotas.py); 0: no quota. The operator's tokens have none.

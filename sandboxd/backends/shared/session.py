@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, NoReturn, Protocol
 
 from sandboxd.backends.shared.channel import ExecutorChannel
+from sandboxd.backends.shared.proxy_env import proxy_env
 from sandboxd.backends.shared.settings import EGRESS_CA_CERT, ContainerSettings
 from sandboxd.contract.errors import SandboxdError, SandboxUnavailable
 from sandboxd.contract.models import SandboxOptions
@@ -39,6 +40,11 @@ def timeout_for(op: str, args: Mapping[str, Any]) -> float:
     return DEFAULT_CALL_TIMEOUT_S
 
 
+def bridged(options: SandboxOptions) -> bool:
+    """The container is on the engine's network (mode full): no proxy in between."""
+    return options.network is not None and options.network.bridged
+
+
 def hello_args(options: SandboxOptions, settings: ContainerSettings) -> dict[str, Any]:
     args = {
         "workdir": options.workdir or "/workspace",
@@ -46,7 +52,9 @@ def hello_args(options: SandboxOptions, settings: ContainerSettings) -> dict[str
         "max_output_bytes": settings.max_output_bytes,
         "read_guard": not options.disable_read_guard,
         # The workload's environment: never the container's (the executor's).
-        "env": dict(options.env),
+        # Its egress proxies first (a caller's own values win): none and allow
+        # both, so a policy changed to allow later finds new processes ready.
+        "env": {**({} if bridged(options) else proxy_env()), **options.env},
         "allow_ptrace": bool(options.allow_ptrace),
     }
     ca = trust_pem(settings.state_dir / EGRESS_CA_CERT)
