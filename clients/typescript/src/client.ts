@@ -66,6 +66,12 @@ export interface SandboxOptions {
   /** Secrets the sandbox uses through a placeholder; the daemon puts the value in
    * request headers to the secret's hosts only (README "Secrets"). */
   secrets?: Secret[];
+  /** Deleted this long after its create (unset: the daemon's default); `extendSandbox` moves it. */
+  maxLifetimeSeconds?: number;
+  /** A stopped sandbox is deleted this long after it stopped (unset: the daemon's default). */
+  deleteAfterStoppedSeconds?: number;
+  /** The workspace's own disk size (unset: the daemon's default). */
+  diskBytes?: number;
 }
 
 /** One secret: the sandbox sees a placeholder in `env` (a variable) or `file` (a path). */
@@ -108,6 +114,10 @@ export interface SandboxInfo {
   volume: string;
   workdir: string;
   createdAtMs: number;
+  /** When the daemon deletes it (ms since the epoch); 0: never (`extendSandbox` moves it). */
+  expiresAtMs: number;
+  /** Why a stopped or expired sandbox is so (lifetime, idle, out_of_memory, killed, exited). */
+  terminationReason: string;
   /** The policy in force (after `setNetworkPolicy`, that one). */
   network: Required<NetworkPolicy>;
   /** What the caller should know, e.g. that mode full bypasses every rule. */
@@ -200,7 +210,9 @@ type ServerStream = (
 
 let services: Record<string, grpc.ServiceClientConstructor> | undefined;
 
-function serviceClient(name: 'SandboxService' | 'SandboxPorts' | 'Network' = 'SandboxService'): grpc.ServiceClientConstructor {
+function serviceClient(
+  name: 'SandboxService' | 'SandboxPorts' | 'Network' | 'Lifetimes' | 'Snapshots' = 'SandboxService',
+): grpc.ServiceClientConstructor {
   if (services === undefined) {
     const definition = protoLoader.loadSync(protoPath(), LOADER_OPTIONS);
     const root = grpc.loadPackageDefinition(definition) as unknown as {
@@ -255,7 +267,29 @@ interface RawSandboxInfo {
   volume: string;
   options: { workdir: string; network: RawNetworkPolicy | null } | null;
   createdAtMs: number;
+  expiresAtMs: number;
+  terminationReason: string;
   warnings: string[];
+}
+
+/** A named snapshot: a sandbox's files at one moment, and its options. */
+export interface SnapshotInfo {
+  name: string;
+  /** The sandbox it was taken of. */
+  sourceId: string;
+  /** Its bytes on the host's disk (the tenant's disk quota counts them). */
+  sizeBytes: number;
+  createdAtMs: number;
+  /** image-reflink | image-copy | reflink | copy */
+  method: string;
+  durationMs: number;
+}
+
+/** A restore's or a create-from-snapshot's answer: the sandbox and how its files were copied. */
+export interface SnapshotCopy {
+  sandbox: SandboxInfo;
+  method: string;
+  durationMs: number;
 }
 
 interface RawNetworkPolicy {
@@ -285,6 +319,28 @@ function policyFromProto(raw: RawNetworkPolicy | null | undefined): Required<Net
   return { mode, allow: raw?.allow ?? [], deny: raw?.deny ?? [] };
 }
 
+interface RawSnapshotCopy {
+  sandbox: RawSandboxInfo;
+  method: string;
+  durationMs: number;
+}
+
+function snapshotInfo(raw: SnapshotInfo): SnapshotInfo {
+  // Only the fields this client names (the proto's options stay behind).
+  return {
+    name: raw.name,
+    sourceId: raw.sourceId,
+    sizeBytes: raw.sizeBytes,
+    createdAtMs: raw.createdAtMs,
+    method: raw.method,
+    durationMs: raw.durationMs,
+  };
+}
+
+function snapshotCopy(raw: RawSnapshotCopy): SnapshotCopy {
+  return { sandbox: sandboxInfo(raw.sandbox), method: raw.method, durationMs: raw.durationMs };
+}
+
 function sandboxInfo(raw: RawSandboxInfo): SandboxInfo {
   return {
     instanceId: raw.instanceId,
@@ -293,6 +349,8 @@ function sandboxInfo(raw: RawSandboxInfo): SandboxInfo {
     volume: raw.volume,
     workdir: raw.options?.workdir || '/workspace',
     createdAtMs: raw.createdAtMs,
+    expiresAtMs: raw.expiresAtMs ?? 0,
+    terminationReason: raw.terminationReason ?? '',
     network: policyFromProto(raw.options?.network),
     warnings: raw.warnings ?? [],
   };
@@ -320,6 +378,9 @@ function optionsToProto(options: SandboxOptions | undefined): object {
       env: s.env ?? '',
       file: s.file ?? '',
     })),
+    maxLifetimeSeconds: o.maxLifetimeSeconds ?? 0,
+    deleteAfterStoppedSeconds: o.deleteAfterStoppedSeconds ?? 0,
+    diskBytes: o.diskBytes ?? 0,
   };
 }
 
@@ -342,6 +403,7 @@ export class SandboxdClient {
   private readonly client: grpc.Client;
   private portsClient: grpc.Client | undefined;
   private networkClient: grpc.Client | undefined;
+  private lifecycleClients: Record<string, grpc.Client> = {};
   private readonly credentials: grpc.ChannelCredentials;
   private readonly token: string | undefined;
   private toolStream: ToolCallStream | undefined;
@@ -368,6 +430,7 @@ export class SandboxdClient {
     this.toolStream?.close();
     this.portsClient?.close();
     this.networkClient?.close();
+    for (const client of Object.values(this.lifecycleClients)) client.close();
     this.client.close();
   }
 
@@ -468,6 +531,82 @@ export class SandboxdClient {
   async deleteSandbox(instanceId: string, call?: CallOptions): Promise<boolean> {
     const response = await this.unary<{ deleted: boolean }>('DeleteSandbox', { instanceId }, call);
     return response.deleted;
+  }
+
+  // ------------------------------------------------------------ lifetimes and snapshots
+
+  private service(name: 'Lifetimes' | 'Snapshots'): grpc.Client {
+    let client = this.lifecycleClients[name];
+    if (client === undefined) {
+      const Ctor = serviceClient(name);
+      client = new Ctor(this.target, this.credentials, {});
+      this.lifecycleClients[name] = client;
+    }
+    return client;
+  }
+
+  /** The sandbox ends `seconds` from now instead (within the daemon's maximum lifetime). */
+  async extendSandbox(instanceId: string, seconds: number, call?: CallOptions): Promise<SandboxInfo> {
+    const response = await this.unary<{ sandbox: RawSandboxInfo }>(
+      'ExtendSandbox',
+      { instanceId, seconds },
+      call,
+      this.service('Lifetimes'),
+    );
+    return sandboxInfo(response.sandbox);
+  }
+
+  /** Keep the sandbox's files (frozen while copied) and options under `name`. */
+  async createSnapshot(instanceId: string, name: string, call?: CallOptions): Promise<SnapshotInfo> {
+    const response = await this.unary<{ snapshot: SnapshotInfo }>(
+      'CreateSnapshot',
+      { instanceId, name },
+      call,
+      this.service('Snapshots'),
+    );
+    return snapshotInfo(response.snapshot);
+  }
+
+  /** This token's tenant's snapshots, by name. */
+  async listSnapshots(call?: CallOptions): Promise<SnapshotInfo[]> {
+    const response = await this.unary<{ snapshots: SnapshotInfo[] }>(
+      'ListSnapshots',
+      {},
+      call,
+      this.service('Snapshots'),
+    );
+    return response.snapshots.map(snapshotInfo);
+  }
+
+  async deleteSnapshot(name: string, call?: CallOptions): Promise<void> {
+    await this.unary('DeleteSnapshot', { name }, call, this.service('Snapshots'));
+  }
+
+  /** Replace the sandbox's files by the snapshot's; its processes stop and it starts afresh. */
+  async restoreSnapshot(instanceId: string, name: string, call?: CallOptions): Promise<SnapshotCopy> {
+    const response = await this.unary<RawSnapshotCopy>(
+      'RestoreSnapshot',
+      { instanceId, name },
+      call,
+      this.service('Snapshots'),
+    );
+    return snapshotCopy(response);
+  }
+
+  /** A new sandbox with the snapshot's options (`options` replaces those it sets) and files. */
+  async createFromSnapshot(
+    name: string,
+    newId: string,
+    options?: SandboxOptions,
+    call?: CallOptions,
+  ): Promise<SnapshotCopy> {
+    const response = await this.unary<RawSnapshotCopy>(
+      'CreateFromSnapshot',
+      { name, newId, options: optionsToProto(options) },
+      call,
+      this.service('Snapshots'),
+    );
+    return snapshotCopy(response);
   }
 
   // ------------------------------------------------------------ network

@@ -138,6 +138,32 @@ for (const backend of backends()) {
       assert.equal(await client.remove('c1', 'd', { recursive: true }), true);
     });
 
+    test('snapshots: create, list, restore in place, a sandbox from one, delete; extend', async () => {
+      const box = await client.createSandbox('snap1', { maxLifetimeSeconds: 600 });
+      assert.ok(box.expiresAtMs > Date.now());
+      assert.equal(box.terminationReason, '');
+      const later = await client.extendSandbox('snap1', 1200);
+      assert.ok(later.expiresAtMs > box.expiresAtMs);
+      await client.writeFile('snap1', 'f.txt', 'one');
+      const taken = await client.createSnapshot('snap1', 'v1');
+      assert.equal(taken.name, 'v1');
+      assert.equal(taken.sourceId, 'snap1');
+      assert.ok(['image-reflink', 'image-copy', 'reflink', 'copy'].includes(taken.method));
+      assert.deepEqual((await client.listSnapshots()).map((s) => s.name), ['v1']);
+      await client.writeFile('snap1', 'f.txt', 'two');
+      const restored = await client.restoreSnapshot('snap1', 'v1');
+      assert.equal(restored.sandbox.instanceId, 'snap1');
+      assert.equal((await client.readFile('snap1', 'f.txt')).data.toString(), 'one');
+      const copy = await client.createFromSnapshot('v1', 'snap2');
+      assert.equal(copy.sandbox.instanceId, 'snap2');
+      assert.equal((await client.readFile('snap2', 'f.txt')).data.toString(), 'one');
+      await client.deleteSnapshot('v1');
+      await assert.rejects(client.restoreSnapshot('snap1', 'v1'), NotFound);
+      await assert.rejects(client.createSnapshot('snap1', 'bad name!'), InvalidArgument);
+      await client.deleteSandbox('snap1');
+      await client.deleteSandbox('snap2');
+    });
+
     test('readAll pages a file larger than one call may carry', async () => {
       const big = Buffer.alloc(200_000, 'x');
       const made = await client.exec('c1', { shell: "head -c 200000 /dev/zero | tr '\\0' x > big.bin" });
