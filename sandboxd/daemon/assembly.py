@@ -69,7 +69,12 @@ class Daemon:
         self.service = SandboxService(self.backend, settings, secrets=self.secrets)
         # The gateways hand a secret's hosts' connections to the interceptor.
         self.service.gateways.interceptor = self.interceptor
-        self.keeper = LifetimeKeeper(self.backend, settings, quotas=self.service.quotas)
+        self.keeper = LifetimeKeeper(
+            self.backend,
+            settings,
+            quotas=self.service.quotas,
+            forget=self.service.forget_sandbox,
+        )
         calls.configure(access_log_enabled=settings.access_log)
         self.grpc = GrpcListener(
             self.service,

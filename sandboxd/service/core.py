@@ -34,6 +34,15 @@ class ServiceCore:
         #: One egress gateway per running sandbox in mode allow (service/egress.py).
         self.gateways = gateways_for(backend, settings, self.network)
 
+    def forget_sandbox(self, instance_id: str) -> None:
+        """Drop what the daemon holds in memory for a sandbox id: its secrets'
+        values, its policy in force (its gateway stops) and its decision log.
+        On every delete (the caller's and the lifetime keeper's) and before a
+        new sandbox takes the id: placeholders are a function of the id, so an
+        earlier sandbox's values must never serve the next one of that name."""
+        self.secrets.drop(instance_id)
+        self.network.forget(instance_id)
+
     async def _owned(self, instance_id: str) -> SandboxInfo | None:
         """Check that the caller may touch ``instance_id``: its id rules, and for a
         tenant's token that the sandbox is the tenant's (another tenant's is

@@ -58,6 +58,8 @@ class Lifecycle(Lifetimes):
             info, created = await self.backend.create(instance_id, requested, wanted)
         if not scope.owns(info.options.labels):
             raise _taken(instance_id)
+        if created:  # a new sandbox of this id: nothing of an earlier one's carries over
+            self.forget_sandbox(instance_id)
         # Only a create that names secrets touches them: a create of an existing
         # id without any (a client's "create or get") leaves the values in place.
         if requested.secrets:
@@ -123,9 +125,8 @@ class Lifecycle(Lifetimes):
     async def delete_sandbox(self, instance_id: str) -> None:
         await self._owned(instance_id)
         await self.backend.delete(instance_id)
-        self.secrets.drop(instance_id)
+        self.forget_sandbox(instance_id)
         await self._forget(instance_id)
-        self.network.forget(instance_id)
 
     async def restart_sandbox(self, instance_id: str) -> SandboxInfo:
         await self._owned(instance_id)
@@ -163,6 +164,7 @@ class Lifecycle(Lifetimes):
         scope.check_network(validated(wanted.network or NetworkPolicy()))
         async with self._within_quota(scope, new_id, wanted):
             result = await self.backend.fork(source_id, new_id, override)
+        self.forget_sandbox(new_id)
         forked = await self._note_created(result.sandbox)
         self.network.set(new_id, forked.options.network or NetworkPolicy())
         return dataclasses.replace(result, sandbox=forked)

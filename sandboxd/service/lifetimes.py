@@ -152,8 +152,11 @@ class LifetimeKeeper:
         settings: ServiceSettings,
         clock: Clock = time.time,
         quotas: Quotas | None = None,
+        forget: Callable[[str], None] | None = None,
     ) -> None:
         self.backend = backend
+        #: Told each id it deleted (the service's ``forget_sandbox``: secrets, policy, log).
+        self.forget = forget
         self.interval = settings.lifetime_check_interval_s
         self.clock = clock
         self.quotas = quotas or Quotas(settings)
@@ -239,4 +242,6 @@ class LifetimeKeeper:
         log.info("sandbox %s: deleted (%s)", info.instance_id, reason)
         with contextlib.suppress(NotFound):
             await self.backend.delete(info.instance_id)
+        if self.forget is not None:
+            self.forget(info.instance_id)
         await self.backend.write_marks(info.instance_id, {})

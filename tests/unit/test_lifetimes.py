@@ -8,7 +8,7 @@ keeper over the same backend: nothing of the timers may live in them.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 
 import pytest
 
@@ -30,6 +30,14 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
+
+
+class WorkspaceFake:
+    """Env secrets need nothing of a workspace; a gateway finds no pipes (it ends)."""
+
+    async def accept_pipes(self, listeners: object) -> AsyncIterator[tuple[str, object]]:
+        return
+        yield
 
 
 class EngineFake:
@@ -74,6 +82,9 @@ class EngineFake:
         else:
             self.marks.pop(instance_id, None)
 
+    async def workspace(self, instance_id: str) -> WorkspaceFake:
+        return WorkspaceFake()
+
     def stop(self, instance_id: str, reason: str) -> None:
         info = self.sandboxes[instance_id]
         self.sandboxes[instance_id] = dataclasses.replace(
@@ -94,7 +105,12 @@ class Daemon:
         config = Settings(backend="local", **settings)  # type: ignore[arg-type]
         self.service = SandboxService(engine, config)  # type: ignore[arg-type]
         self.service.clock = clock
-        self.keeper = LifetimeKeeper(engine, config, clock)  # type: ignore[arg-type]
+        self.keeper = LifetimeKeeper(
+            engine,  # type: ignore[arg-type]
+            config,
+            clock,
+            forget=self.service.forget_sandbox,
+        )
 
 
 @pytest.fixture
@@ -256,3 +272,34 @@ async def test_a_policy_set_later_survives_a_restart_a_stop_and_an_extend(
     with pytest.raises(InvalidArgument, match=r"network.allow: network rule 'pypi.org:x': port"):
         await second.service.set_network_policy("a", NetworkPolicy("allow", ("pypi.org:x",)))
     assert (await second.service.get_sandbox("a")).options.network == allow  # unchanged
+
+
+async def test_nothing_of_a_deleted_sandbox_serves_the_next_one_of_its_id(
+    engine: EngineFake, clock: Clock
+) -> None:
+    """A secret's placeholder is a function of the id and the name: the values of
+    a sandbox the keeper deleted (or the engine lost) must not serve the next
+    sandbox of that id, whoever creates it. How checked: without the keeper's
+    ``forget`` (and without the forget on a new create) the book still holds
+    the first sandbox's value and these asserts fail."""
+    from sandboxd.contract.models import NetworkDecision, NetworkPolicy
+    from sandboxd.contract.secrets import Secret
+
+    daemon = Daemon(engine, clock)
+    allow = NetworkPolicy("allow", ("api.example.com",))
+    token = Secret("TOKEN", "s3cr3t-value", ("api.example.com",), env="TOKEN")
+    options = SandboxOptions(max_lifetime_seconds=5, network=allow, secrets=(token,))
+    await daemon.service.create_sandbox("a", options)
+    daemon.service.network.record("a", NetworkDecision(1, "x", 1, "", False, "", "r"))
+    assert daemon.service.secrets.names("a") == ("TOKEN",)
+    clock.now = T0 + 5
+    assert await daemon.keeper.sweep() == [("a", "lifetime")]
+    assert daemon.service.secrets.names("a") == ()
+    assert daemon.service.secrets.for_host("a", "api.example.com") == {}
+    assert daemon.service.network.current("a") == NetworkPolicy()
+    assert daemon.service.network.entries("a") == []
+    # The engine loses a sandbox behind the daemon's back; the id is made anew.
+    await daemon.service.create_sandbox("b", SandboxOptions(network=allow, secrets=(token,)))
+    del engine.sandboxes["b"]
+    await daemon.service.create_sandbox("b", SandboxOptions(network=allow))
+    assert daemon.service.secrets.for_host("b", "api.example.com") == {}
