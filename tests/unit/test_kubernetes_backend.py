@@ -36,6 +36,46 @@ def test_names_are_dns_labels_and_tell_every_id_apart() -> None:
         assert name[0].isalnum() and name[-1].isalnum()
 
 
+def test_warm_names_and_owners_are_labels_no_instance_can_take() -> None:
+    warm = {manifests.pool_name("ns") for _ in range(20)}
+    assert len(warm) == 20
+    ids = ["pool", "-pool-x", "pool-0123456789ab", "x--pool-y"]
+    for name in warm:
+        assert len(name) <= 63 and name[0].isalnum() and name[-1].isalnum()
+        assert name not in {manifests.object_name("ns", i) for i in ids}
+        # object_name never puts "--" right after the namespace (below).
+        assert name.startswith("sbx-ns--pool-")
+    assert not any(manifests.object_name("ns", i).startswith("sbx-ns--") for i in ids)
+    for host in ("node-1", "A_Very.Long" * 10, "-"):
+        owner = manifests.pool_owner(host)
+        assert len(owner) <= 63 and owner[0].isalnum() and owner[-1].isalnum()
+        assert all(c.isalnum() or c in ".-" for c in owner)
+    assert manifests.pool_owner("a") != manifests.pool_owner("A")
+
+
+def test_the_claim_patch_is_a_compare_and_swap_on_the_warm_labels() -> None:
+    warm = manifests.pool_metadata("ns", "me", SandboxOptions(), 1)
+    patch = manifests.claim_patch("me", warm, "inst/1", SandboxOptions(labels={"tenant": "t"}), 5)
+    tests = [op for op in patch if op["op"] == "test"]
+    # Both conditions come first: nothing applies unless the claim is still
+    # warm and this daemon's.
+    assert patch[: len(tests)] == tests
+    assert {(op["path"], op["value"]) for op in tests} == {
+        ("/metadata/labels/sandboxd.pooled", "true"),
+        (f"/metadata/labels/{manifests.POOL_OWNER}", "me"),
+    }
+    added = {op["path"]: op["value"] for op in patch if op["op"] == "add"}
+    assert added[f"/metadata/labels/{manifests.INSTANCE}"] == manifests.instance_hash("inst/1")
+    assert added[f"/metadata/annotations/{manifests.INSTANCE_ID}"] == "inst/1"
+    # The caller's labels (a tenant's) and the options with them are written too.
+    assert added["/metadata/annotations/sandboxd.user.tenant"] == "t"
+    written = {"annotations": {k.rsplit("/", 1)[1]: v for k, v in added.items()}}
+    assert manifests.options_of(written).labels == {"tenant": "t"}
+    lease = manifests.lease("ns", "inst/1", "me")
+    assert lease["metadata"]["name"] == manifests.object_name("ns", "inst/1")
+    assert lease["metadata"]["annotations"][manifests.INSTANCE_ID] == "inst/1"
+
+
 def test_the_pod_carries_dockers_isolation() -> None:
     settings = Settings.from_arguments()
     options = effective(SandboxOptions(runtime=Runtime.RUNSC), settings)

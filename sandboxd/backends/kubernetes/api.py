@@ -215,7 +215,7 @@ class KubeApi:
         method: str,
         path: str,
         *,
-        body: Mapping[str, Any] | None = None,
+        body: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
         params: Mapping[str, str] | None = None,
         content_type: str = "application/json",
         timeout: float = REQUEST_TIMEOUT_S,

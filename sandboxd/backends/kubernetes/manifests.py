@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import hashlib
 import re
+import secrets
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from sandboxd.backends.kubernetes.settings import KubernetesSettings
@@ -36,6 +38,12 @@ NETWORK = "sandboxd.network"
 INSTANCE_ID = "sandboxd.instance-id"
 #: The service's notes (lifetimes) are the claim's annotations with this prefix.
 MARK_PREFIX = "sandboxd.mark."
+#: A warm Pod's label: which daemon made it (``pool_owner``), the only one to claim it.
+POOL_OWNER = "sandboxd.pool-owner"
+#: Between the namespace and a warm Pod's random part: ``--`` never comes out
+#: of ``object_name`` (its readable part has no leading ``-``), so no
+#: instance's name can be a pool name.
+_POOL_INFIX = "--pool-"
 #: The NetworkPolicy that keeps every sandbox Pod without network.
 DENY_ALL_POLICY = "sandboxd-{namespace}-deny-all"
 #: What the executor needs and nothing else (SECURITY.md, "Privilege separation").
@@ -64,6 +72,17 @@ def object_name(namespace: str, instance_id: str) -> str:
     )
 
 
+def pool_name(namespace: str) -> str:
+    """A fresh name for a warm Pod and its claim."""
+    return f"sbx-{namespace}{_POOL_INFIX}{secrets.token_hex(6)}"
+
+
+def pool_owner(identity: str) -> str:
+    """A label value (63 characters of ``[a-z0-9.-]``) standing for one daemon."""
+    readable = re.sub(r"[^a-z0-9.-]+", "-", identity.lower()).strip("-.")[:50].strip("-.")
+    return f"{readable}-{hashlib.sha256(identity.encode()).hexdigest()[:8]}".lstrip("-")
+
+
 def selector(namespace: str, instance_id: str | None = None) -> str:
     parts = [f"{labels.MANAGED}=true", f"{labels.NAMESPACE}={namespace}"]
     if instance_id is not None:
@@ -83,6 +102,85 @@ def metadata(
     annotations = {key: value for key, value in every.items() if key not in _SELECTOR_LABELS}
     annotations[INSTANCE_ID] = instance_id
     return {"name": name, "labels": selecting, "annotations": annotations}
+
+
+def pool_metadata(
+    namespace: str, owner: str, options: SandboxOptions, created_at_ms: int
+) -> dict[str, Any]:
+    """A warm Pod's and claim's metadata: no instance yet, owned by one daemon."""
+    name = pool_name(namespace)
+    every = labels.for_workspace(namespace, name, options, created_at_ms, pooled=True)
+    selecting = {key: value for key, value in every.items() if key in _SELECTOR_LABELS}
+    selecting[POOL_OWNER] = owner
+    annotations = {key: value for key, value in every.items() if key not in _SELECTOR_LABELS}
+    return {"name": name, "labels": selecting, "annotations": annotations}
+
+
+def pool_selector(namespace: str, owner: str) -> str:
+    return f"{selector(namespace)},{labels.POOLED}=true,{POOL_OWNER}={owner}"
+
+
+def claim_patch(
+    owner: str,
+    meta: Mapping[str, Any],
+    instance_id: str,
+    options: SandboxOptions,
+    created_at_ms: int,
+) -> list[dict[str, Any]]:
+    """A JSON patch making the warm claim (or Pod) ``meta`` the instance's.
+
+    Its ``test`` operations make it a compare-and-swap: it applies only while
+    the object is still a warm one of ``owner`` (the API server applies a
+    patch to the current object, all of it or nothing), so a claim cannot
+    be taken twice, nor taken after its daemon's clean-up has let it go.
+    The options and the caller's labels are annotations, so they are
+    written here: a tenant's sandbox (its label) comes warm too.
+    """
+
+    def key(name: str) -> str:  # a JSON pointer token (RFC 6901)
+        return name.replace("~", "~0").replace("/", "~1")
+
+    every = labels.for_workspace(
+        str(meta["labels"][labels.NAMESPACE]), meta["name"], options, created_at_ms, pooled=False
+    )
+    notes = {k: v for k, v in every.items() if k not in _SELECTOR_LABELS}
+    notes[INSTANCE_ID] = instance_id
+    on_labels = "/metadata/labels/"
+    return [
+        {"op": "test", "path": on_labels + key(labels.POOLED), "value": "true"},
+        {"op": "test", "path": on_labels + key(POOL_OWNER), "value": owner},
+        {"op": "remove", "path": on_labels + key(labels.POOLED)},
+        {"op": "remove", "path": on_labels + key(POOL_OWNER)},
+        {"op": "add", "path": on_labels + key(INSTANCE), "value": instance_hash(instance_id)},
+        *(
+            {"op": "add", "path": "/metadata/annotations/" + key(name), "value": value}
+            for name, value in sorted(notes.items())
+        ),
+    ]
+
+
+def lease(namespace: str, instance_id: str, holder: str) -> dict[str, Any]:
+    """The Lease named like the instance: whoever makes it makes the instance.
+
+    A warm claim has a name of its own, so the name uniqueness that decides a
+    create race between replicas (one claim per derived name) is this
+    object's instead; it lives as long as the instance.
+    """
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {
+            "name": object_name(namespace, instance_id),
+            "labels": {
+                labels.MANAGED: "true",
+                labels.NAMESPACE: namespace,
+                INSTANCE: instance_hash(instance_id),
+            },
+            "annotations": {INSTANCE_ID: instance_id},
+        },
+        "spec": {"holderIdentity": holder, "acquireTime": now},
+    }
 
 
 def instance_of(meta: Mapping[str, Any]) -> str | None:

@@ -33,3 +33,18 @@ class KubernetesSettings(ContainerSettings):
         pattern=r"^(Always|IfNotPresent|Never)$",
         description="kubernetes backend: imagePullPolicy of the workspace Pods",
     )
+    kube_pool_size: int = Field(
+        0,
+        ge=0,
+        le=64,
+        description="kubernetes backend: warm Pods (each with its claim) kept ready for "
+        "default-option creates (0: off); the pool grows towards kube_pool_max while creates "
+        "come in bursts",
+    )
+    kube_pool_max: int = Field(
+        8,
+        ge=0,
+        le=64,
+        description="kubernetes backend: most warm Pods the pool grows to under demand (as "
+        "many as were claimed in the last 5 minutes)",
+    )

@@ -135,6 +135,21 @@ class KubernetesWorkspace(PipeEndpoints):
         return self._instance_id
 
     @property
+    def meta(self) -> Mapping[str, Any]:
+        """The name, labels and annotations its Pod is made with."""
+        return self._meta
+
+    def become(self, instance_id: str, meta: Mapping[str, Any]) -> None:
+        """This warm workspace is now the instance ``instance_id`` (its claim,
+        ``meta``, says so): a Pod made again later carries the same labels,
+        and its idle time counts from now, not from when it was made."""
+        self._instance_id = instance_id
+        self._options = manifests.options_of(meta)
+        self._meta["labels"] = dict(meta.get("labels") or {})
+        self._meta["annotations"] = dict(meta.get("annotations") or {})
+        self.activity = Activity(self._options.idle_ttl_seconds)
+
+    @property
     def connected(self) -> bool:
         return self._channel is not None and not self._channel.closed
 
