@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.targets import Target
 from runtime_client import GrpcSandboxFactory, Sandbox
 from sandboxd.contract.models import NetworkPolicy, SandboxOptions
 from tests.egress_net import ECHO, EgressHosts
@@ -177,11 +178,43 @@ def run(quick: bool = False) -> dict[str, Any]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def evaluate(egress: dict[str, Any]) -> list[Target]:
+    return [
+        Target("100 MB download through the egress proxy", egress["download_mb_s_proxy"], 100.0,
+               "MB/s", higher_is_better=True),
+        Target("egress CONNECT set-up p50 <= direct connect + 3 ms",
+               egress["setup_p50_ms_proxy"], egress["setup_p50_ms_direct"] + 3.0, "ms"),
+        Target("tool calls p50 with 8 sandboxes downloading <= 2 x idle",
+               egress["tool_p50_ms_8_downloading"], 2.0 * egress["tool_p50_ms_idle"], "ms"),
+    ]  # fmt: skip
+
+
+def render(egress: dict[str, Any]) -> str:
+    return "\n".join(
+        [
+            "Egress (issue 25; one run)",
+            f"  100 MB download      proxy {egress['download_mb_s_proxy']:7.1f} MB/s   "
+            f"host direct {egress['download_mb_s_host']:7.1f} MB/s   "
+            f"ratio {egress['download_ratio']:.2f}",
+            f"  connection set-up    proxy {egress['setup_p50_ms_proxy']:7.3f} ms p50 "
+            f"direct {egress['setup_p50_ms_direct']:7.3f} ms   "
+            f"overhead {egress['setup_overhead_p50_ms']:.3f} ms",
+            f"  tool calls (read)    idle {egress['tool_p50_ms_idle']:7.3f} ms p50   "
+            f"8 downloading {egress['tool_p50_ms_8_downloading']:7.3f} ms   "
+            f"ratio {egress['tool_p50_ratio']:.2f}",
+        ]
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
-    print(json.dumps(run(args.quick), indent=2))
+    egress = run(args.quick)
+    print(json.dumps(egress, indent=2))
+    print(render(egress))
+    for target in evaluate(egress):
+        print(target.line())
 
 
 if __name__ == "__main__":

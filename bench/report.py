@@ -138,6 +138,10 @@ def render(results: dict[str, Any], targets: list[Target]) -> str:
         from bench import ports
 
         parts += [ports.render(results["ports"]), ""]
+    if results.get("egress"):
+        from bench import egress
+
+        parts += [egress.render(results["egress"]), ""]
     if results.get("transfer"):
         from bench import transfer
 

@@ -231,6 +231,12 @@ async def bench(res: Resources, plan: Plan, args: argparse.Namespace, stamp: str
         log("ports: a GET through a forwarded port and the preview vs inside; 100 MiB bodies")
         results["ports"] = await ports.measure(res, plan.fast[1], 1 if plan.fast[1] < 100 else 3)
 
+    if args.egress:
+        from bench import egress
+
+        log("egress: 100 MB through the proxy vs from the host, CONNECT set-up, 8 downloads")
+        results["egress"] = await asyncio.to_thread(egress.run, plan.fast[1] < 100)
+
     if args.swerex:
         from bench import swerex
 
@@ -272,6 +278,9 @@ def main(argv: list[str] | None = None) -> int:
         "--no-transfer", dest="transfer", action="store_false", help="skip bench.transfer"
     )
     parser.add_argument("--no-ports", dest="ports", action="store_false", help="skip bench.ports")
+    parser.add_argument(
+        "--no-egress", dest="egress", action="store_false", help="skip bench.egress (needs root)"
+    )
     args = parser.parse_args(argv)
     plan = Plan.quick() if args.quick else Plan()
     interrupt_on_sigterm()

@@ -61,6 +61,10 @@ def evaluate(results: dict[str, Any]) -> list[Target]:
         from bench import ports
 
         targets += ports.evaluate(results["ports"])
+    if results.get("egress"):
+        from bench import egress
+
+        targets += egress.evaluate(results["egress"])
     life = results.get("lifecycle")
     if life:
         targets.append(

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from ipaddress import IPv4Address
 from typing import Protocol
 
-from sandboxd.backends.shared.pipes import CHUNK, Listener, Pipe
+from sandboxd.backends.shared.pipes import MAX_WRITE, Listener, Pipe
 from sandboxd.backends.shared.proxy_env import HTTP_PROXY_PORT, PROXY_HOST, SOCKS_PORT
 from sandboxd.contract.errors import InvalidArgument, NotFound, SandboxdError, Timeout
 from sandboxd.contract.network import NetworkDecision
@@ -339,7 +339,7 @@ class Gateway:
                 continue
             try:
                 reader, writer = await asyncio.wait_for(
-                    asyncio.open_connection(str(address), port, limit=CHUNK),
+                    asyncio.open_connection(str(address), port, limit=MAX_WRITE),
                     self._limits.connect_timeout_s,
                 )
             except asyncio.TimeoutError:
@@ -425,7 +425,8 @@ class Gateway:
                 flow.writer.write_eof()
 
         async def down() -> None:
-            while data := await flow.reader.read(CHUNK):
+            # Up to one pipe write's worth: each write is a round trip to the executor.
+            while data := await flow.reader.read(MAX_WRITE):
                 await self._rate.take(len(data))
                 self.counters.down += len(data)
                 await flow.client.write(data)

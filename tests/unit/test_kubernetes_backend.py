@@ -18,7 +18,7 @@ from sandboxd.backends.kubernetes import manifests
 from sandboxd.backends.kubernetes.backend import CLONE_METHOD, _storage_bytes
 from sandboxd.backends.kubernetes.relay import NO_EXECUTOR, RELAY
 from sandboxd.backends.shared.options import effective
-from sandboxd.contract.models import FORK_METHODS, Runtime, SandboxOptions
+from sandboxd.contract.models import FORK_METHODS, NetworkPolicy, Runtime, SandboxOptions
 from sandboxd.daemon.settings import Settings
 from sandboxd.executor.main import STATE_DIR
 
@@ -108,6 +108,15 @@ def test_only_sandboxes_asking_for_a_network_escape_the_deny_all_policy() -> Non
     without = manifests.metadata("ns", "i", SandboxOptions(), 1)
     assert manifests.NETWORK in with_net["labels"]
     assert manifests.NETWORK not in without["labels"]
+    # Mode allow keeps the deny-all policy: its traffic rides the executor
+    # channel to the daemon's gateway, and a program that ignores the proxy
+    # has no route (tests/kubernetes/test_network.py: kube-router enforces it).
+    allow = NetworkPolicy(mode="allow", allow=("pypi.org",))
+    for policy_ in (allow, NetworkPolicy(mode="none")):
+        meta = manifests.metadata("ns", "i", SandboxOptions(network=policy_), 1)
+        assert manifests.NETWORK not in meta["labels"]
+    full = manifests.metadata("ns", "i", SandboxOptions(network=NetworkPolicy(mode="full")), 1)
+    assert manifests.NETWORK in full["labels"]
 
 
 def test_the_fork_method_is_a_known_one() -> None:
