@@ -329,11 +329,15 @@ class GrpcTransport:
 
     @mapped
     async def open_port(
-        self, instance_id: str, port: int, host: str = "localhost"
+        self, instance_id: str, port: int, host: str = "localhost", data: bytes = b""
     ) -> GrpcPortConnection:
+        """``data``: the first bytes, carried by the open itself (no round trip of their own)."""
         call = self.ports_stub.OpenPort()
+        chunk = GrpcPortConnection.CHUNK
         try:
-            await call.write(pb.PortInput(instance_id=instance_id, port=port, host=host))
+            await call.write(
+                pb.PortInput(instance_id=instance_id, port=port, host=host, data=data[:chunk])
+            )
             first = await call.read()
         except BaseException:
             await GrpcPortConnection(call).close()
@@ -341,7 +345,10 @@ class GrpcTransport:
         if first is grpc.aio.EOF or not first.opened:
             await GrpcPortConnection(call).close()
             raise SandboxUnavailable(f"port {port} of {instance_id!r} did not open")
-        return GrpcPortConnection(call)
+        conn = GrpcPortConnection(call)
+        if len(data) > chunk:
+            await conn.write(data[chunk:])
+        return conn
 
     @mapped
     async def create_preview(self, instance_id: str, port: int, ttl_s: int = 3600) -> Preview:
@@ -620,7 +627,8 @@ class GrpcPortConnection:
     async def shutdown_write(self) -> None:
         if not self._write_shut:
             self._write_shut = True
-            await self._call.write(pb.PortInput(close_write=True))
+            # The end of the client's stream is the half-close (as close_write
+            # is): one operation instead of a message and then the end.
             await self._call.done_writing()
 
     async def close(self) -> None:

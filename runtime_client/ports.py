@@ -17,6 +17,11 @@ from runtime_client.transport import PortConnection, SandboxTransport
 
 #: Bytes read from a local connection at a time.
 CHUNK = 256 << 10
+#: How long a new connection's first bytes are waited for before its stream
+#: opens: they go with the open (a client that speaks first, as HTTP does,
+#: saves a round trip to the sandbox). A server that speaks first (SSH, SMTP)
+#: waits this once per connection.
+FIRST_BYTES_WAIT_S = 0.002
 
 
 class PortForward:
@@ -101,9 +106,10 @@ class PortForward:
         self._relays.add(task)
         self.accepted += 1
         try:
+            first = await _first_bytes(reader)
             try:
                 conn = await self._transport.open_port(
-                    self.instance_id, self.remote_port, self.remote_host
+                    self.instance_id, self.remote_port, self.remote_host, first
                 )
             except Exception:
                 # Nothing listens inside (or the sandbox is gone): the local
@@ -119,6 +125,13 @@ class PortForward:
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
+
+
+async def _first_bytes(reader: asyncio.StreamReader) -> bytes:
+    try:
+        return await asyncio.wait_for(reader.read(CHUNK), FIRST_BYTES_WAIT_S)
+    except (asyncio.TimeoutError, TimeoutError):
+        return b""
 
 
 async def relay(

@@ -320,15 +320,18 @@ class Sandbox:
 
     # ------------------------------------------------------------ ports
 
-    async def open_port(self, port: int, host: str = "localhost") -> PortConnection:
+    async def open_port(
+        self, port: int, host: str = "localhost", data: bytes = b""
+    ) -> PortConnection:
         """One TCP connection to ``host:port`` inside the sandbox (127.0.0.1, ::1, or
         localhost: both, 127.0.0.1 first).
 
         Works with the sandbox's network off. ``read()`` gives the server's
         bytes (b"" at its end), ``write()`` waits while the server does not
-        read, ``shutdown_write()`` half-closes, ``close()`` resets.
+        read, ``shutdown_write()`` half-closes, ``close()`` resets. ``data``:
+        the first bytes to send, carried by the open (no round trip of their own).
         """
-        return await self._transport.open_port(self.instance_id, port, host)
+        return await self._transport.open_port(self.instance_id, port, host, data)
 
     def forward_port(
         self,

@@ -534,6 +534,7 @@ def _pipe_connect(
         pipes.port_number(args.get("port")),
         cancel,
         _streamed("pipe_connect", emit),
+        _bytes(args, "data"),
     )
 
 

@@ -13,7 +13,11 @@ Flow control, both ways:
 - daemon -> sandbox: ``pipe_write`` returns once its bytes are in the
   socket; the daemon awaits it before sending the next, so at most one write
   (``MAX_WRITE``) per pipe is in flight. A server that never reads holds
-  back its own client, never the channel.
+  back its own client, never the channel. ``pipe_connect`` may carry the
+  first bytes (``data``, at most ``MAX_WRITE``): a client that speaks first
+  (an HTTP request) costs no round trip of its own. They go out from the
+  pipe's relay loop as the socket takes them, so a server that sends before
+  it reads is still read meanwhile.
 """
 
 from __future__ import annotations
@@ -124,8 +128,18 @@ class Pipes:
     # ------------------------------------------------------------ streams
 
     def connect(
-        self, pipe: str, host: str, port: int, cancel: threading.Event, emit: Emit
+        self,
+        pipe: str,
+        host: str,
+        port: int,
+        cancel: threading.Event,
+        emit: Emit,
+        first: bytes = b"",
     ) -> dict[str, Any]:
+        if len(first) > MAX_WRITE:
+            raise InvalidArgument(
+                f"a pipe's first bytes are at most {MAX_WRITE} (got {len(first)})"
+            )
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         sock = socket.socket(family, socket.SOCK_STREAM)
         try:
@@ -138,7 +152,7 @@ class Pipes:
         except OSError as exc:
             sock.close()
             raise SandboxUnavailable(f"cannot connect to {host} port {port}: {exc}") from None
-        return self._relay(pipe, sock, cancel, emit)
+        return self._relay(pipe, sock, cancel, emit, first)
 
     def attach(self, pipe: str, conn: str, cancel: threading.Event, emit: Emit) -> dict[str, Any]:
         with self._lock:
@@ -148,9 +162,18 @@ class Pipes:
         return self._relay(pipe, entry[0], cancel, emit)
 
     def _relay(
-        self, pipe_key: str, sock: socket.socket, cancel: threading.Event, emit: Emit
+        self,
+        pipe_key: str,
+        sock: socket.socket,
+        cancel: threading.Event,
+        emit: Emit,
+        first: bytes = b"",
     ) -> dict[str, Any]:
         pipe = _Pipe(sock)
+        # Held until the first bytes are out: a pipe_write waits behind them.
+        pending = memoryview(first)
+        if pending:
+            pipe.writing.acquire()
         with self._lock:
             if pipe_key in self._pipes:
                 pipe.close(abort=True)
@@ -163,24 +186,40 @@ class Pipes:
         try:
             # First event: the socket is there (the daemon's open returns on it).
             emit({"connected": True})
+            ended = False  # the sandbox's side sent its end
             while not cancel.is_set() and not pipe.closed.is_set():
-                readable, _, _ = select.select([sock], [], [], POLL_S)
+                if ended and not pending:
+                    # The daemon's side may still write (half-close), so the
+                    # pipe lives until it ends too.
+                    if pipe.write_shut.wait(POLL_S):
+                        clean = True
+                        return {"eof": True}
+                    continue
+                readable, writable, _ = select.select(
+                    [] if ended else [sock], [sock] if pending else [], [], POLL_S
+                )
+                if writable:
+                    try:
+                        pending = pending[sock.send(pending, socket.MSG_DONTWAIT) :]
+                    except BlockingIOError:
+                        pass
+                    except OSError:
+                        break
+                    if not pending:
+                        pipe.writing.release()
                 if not readable:
                     continue
                 try:
                     data = sock.recv(CHUNK)
                 except OSError:
                     break
-                if not data:
-                    # The sandbox's side ended; the daemon's may still write
-                    # (half-close), so the pipe lives until it ends too.
+                if data:
+                    emit({"data": data})
+                else:
                     emit({"eof": True})
-                    while not (cancel.is_set() or pipe.closed.is_set()):
-                        if pipe.write_shut.wait(POLL_S):
-                            clean = True
-                            break
-                    return {"eof": True}
-                emit({"data": data})
+                    ended = True
+            if ended:
+                return {"eof": True}
             if not cancel.is_set():
                 raise SandboxUnavailable(
                     "the connection was closed inside the sandbox (deleted or restarted)"
@@ -190,6 +229,8 @@ class Pipes:
             with self._lock:
                 self._pipes.pop(pipe_key, None)
             pipe.close(abort=not clean)
+            if pending:
+                pipe.writing.release()
 
     # ------------------------------------------------------------ calls
 

@@ -34,8 +34,9 @@ class Workspace(Protocol):
         as ``{"result": ...}``."""
         ...
 
-    async def connect_port(self, port: int, host: str = "127.0.0.1") -> Pipe:
-        """A byte stream to ``host:port`` on the sandbox's loopback (backends.shared.pipes)."""
+    async def connect_port(self, port: int, host: str = "127.0.0.1", data: bytes = b"") -> Pipe:
+        """A byte stream to ``host:port`` on the sandbox's loopback (backends.shared.pipes);
+        ``data``, if any, goes out first, carried by the connect itself."""
         ...
 
     def accept_pipes(self, listeners: Sequence[Listener]) -> AsyncIterator[tuple[str, Pipe]]:

@@ -194,6 +194,58 @@ async def test_bytes_both_ways_and_half_close(
     await pipe.close()
 
 
+async def test_the_first_bytes_go_with_the_connect(
+    pair: tuple[Calls, Executor], servers: list[TcpServer]
+) -> None:
+    calls, _ = pair
+    server = TcpServer()
+    servers.append(server)
+    writes: list[int] = []
+    call = calls.call
+
+    async def counted(op: str, args: Mapping[str, Any]) -> dict[str, Any]:
+        if op == "pipe_write":
+            writes.append(len(args["data"]))
+        return await call(op, args)
+
+    calls.call = counted  # type: ignore[method-assign]
+    # Up to MAX_WRITE ride the connect: no pipe_write (no round trip) for them.
+    pipe = await calls.connect_port(server.port, data=b"hello")
+    assert writes == []
+    await pipe.shutdown_write()
+    assert await _read_all(pipe) == b"got 5 bytes"
+    assert bytes(server.received) == b"hello"
+    await pipe.close()
+    # More than that: the rest follows in order, after the connect.
+    server = TcpServer()
+    servers.append(server)
+    payload = bytes(range(256)) * 2048 + b"!"  # 512 KiB + 1
+    pipe = await calls.connect_port(server.port, data=payload)
+    assert sum(writes) == len(payload) - pipes.MAX_WRITE
+    await pipe.write(b"tail")
+    await pipe.shutdown_write()
+    assert await _read_all(pipe) == b"got %d bytes" % (len(payload) + 4)
+    assert bytes(server.received) == payload + b"tail"
+    await pipe.close()
+
+
+async def test_first_bytes_to_a_server_that_speaks_first_and_half_closes(
+    pair: tuple[Calls, Executor], servers: list[TcpServer]
+) -> None:
+    calls, executor = pair
+    server = TcpServer(mode="speak-first")
+    servers.append(server)
+    pipe = await calls.connect_port(server.port, data=b"first")
+    # Its banner and its end arrive; the first bytes still reached it.
+    assert await _read_all(pipe) == b"banner"
+    await pipe.write(b" and more")
+    await pipe.shutdown_write()
+    await asyncio.to_thread(server.peer_closed.wait, 5)
+    assert bytes(server.received) == b"first and more"
+    await pipe.close()
+    await _until(lambda: not executor.pipes._pipes)
+
+
 async def test_the_sandbox_side_half_closes_first(
     pair: tuple[Calls, Executor], servers: list[TcpServer]
 ) -> None:

@@ -144,16 +144,27 @@ def _new_id() -> str:
     return secrets.token_hex(8)
 
 
-async def connect(calls: _Calls, port: int, host: str = "127.0.0.1") -> ChannelPipe:
-    """A pipe to ``host:port`` on the sandbox's loopback."""
+async def connect(
+    calls: _Calls, port: int, host: str = "127.0.0.1", data: bytes = b""
+) -> ChannelPipe:
+    """A pipe to ``host:port`` on the sandbox's loopback.
+
+    ``data``: the first bytes towards the sandbox, sent with the connect (no
+    round trip of their own); up to ``MAX_WRITE`` go with it, the rest after.
+    """
     pipe_id = _new_id()
-    events = calls.stream("pipe_connect", {"pipe": pipe_id, "host": host, "port": port})
+    args: dict[str, Any] = {"pipe": pipe_id, "host": host, "port": port}
+    if data:
+        args["data"] = bytes(data[:MAX_WRITE])
+    events = calls.stream("pipe_connect", args)
     pipe = ChannelPipe(calls, pipe_id, events)
     try:
         await pipe.opened()
     except BaseException:
         await pipe.close()
         raise
+    if len(data) > MAX_WRITE:
+        await pipe.write(data[MAX_WRITE:])
     return pipe
 
 
@@ -190,8 +201,10 @@ async def accept_pipes(
 class PipeEndpoints:
     """``Workspace.connect_port`` / ``accept_pipes`` for any workspace with call and stream."""
 
-    async def connect_port(self: _Calls, port: int, host: str = "127.0.0.1") -> Pipe:
-        return await connect(self, port, host)
+    async def connect_port(
+        self: _Calls, port: int, host: str = "127.0.0.1", data: bytes = b""
+    ) -> Pipe:
+        return await connect(self, port, host, data)
 
     def accept_pipes(
         self: _Calls, listeners: Sequence[Listener]

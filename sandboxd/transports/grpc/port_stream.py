@@ -46,7 +46,8 @@ class PortsServicer(pb_grpc.SandboxPortsServicer):  # type: ignore[misc]
             return
         if not first.instance_id or not first.port:
             raise InvalidArgument("the first PortInput must name instance_id and port")
-        pipe = await self.service.open_port(first.instance_id, first.port, first.host)
+        # Bytes in the first message go with the connect (no round trip of their own).
+        pipe = await self.service.open_port(first.instance_id, first.port, first.host, first.data)
         writer = asyncio.create_task(_client_to_sandbox(pipe, first, incoming))
         try:
             yield pb.PortOutput(opened=True)
@@ -80,7 +81,8 @@ class PortsServicer(pb_grpc.SandboxPortsServicer):  # type: ignore[misc]
 async def _client_to_sandbox(
     pipe: Pipe, first: pb.PortInput, incoming: AsyncIterator[pb.PortInput]
 ) -> None:
-    message: pb.PortInput | None = first
+    # The first message's bytes went with the connect.
+    message = None if first.close_write else await anext(incoming, None)
     while message is not None:
         if message.data:
             await pipe.write(message.data)

@@ -130,14 +130,20 @@ class Previews:
         query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
         from_query = query.get(PREVIEW_QUERY)
         token = from_query or headers.get(HEADER) or _cookie(headers)
+        upstream = _upstream_headers(headers, token_used=bool(token))
+        # An HTTP request's head goes with the connect: no round trip of its own.
+        request = _HttpRequest(scope, target, upstream) if scope["type"] == "http" else None
+        first = request.head if request is not None else b""
         set_cookie = None
         try:
             if token:
-                pipe = await self.state.service.open_preview(target.instance_id, target.port, token)
+                pipe = await self.state.service.open_preview(
+                    target.instance_id, target.port, token, first
+                )
                 if from_query:
                     set_cookie = _cookie_header(token, target.cookie_path, scope)
             elif "authorization" in headers:
-                pipe = await self._open_with_api_token(scope, headers, target)
+                pipe = await self._open_with_api_token(scope, headers, target, first)
             else:
                 raise PermissionDenied(
                     "a preview needs the API token or a preview token (signed URL)"
@@ -154,17 +160,16 @@ class Previews:
         except SandboxdError as exc:
             await _refuse(scope, send, 503, exc.message)
             return
-        upstream = _upstream_headers(headers, token_used=bool(token))
         try:
-            if scope["type"] == "websocket":
+            if request is None:
                 await _relay_websocket(scope, receive, send, pipe, target, upstream)
             else:
-                await _relay_http(scope, receive, send, pipe, target, upstream, set_cookie)
+                await _relay_http(scope, receive, send, pipe, request, set_cookie)
         finally:
             await pipe.close()
 
     async def _open_with_api_token(
-        self, scope: Scope, headers: dict[str, str], target: Target
+        self, scope: Scope, headers: dict[str, str], target: Target, first: bytes
     ) -> Pipe:
         client = scope.get("client")
         peer = f"http:{client[0]}:{client[1]}" if client else "http:unknown"
@@ -173,7 +178,7 @@ class Previews:
         )
         entered = enter_scope(caller)
         try:
-            return await self.state.service.open_port(target.instance_id, target.port)
+            return await self.state.service.open_port(target.instance_id, target.port, data=first)
         finally:
             leave_scope(entered)
 
@@ -307,26 +312,35 @@ def _downstream_headers(headers: Iterable[tuple[bytes, bytes]]) -> list[tuple[by
 # ------------------------------------------------------------ HTTP
 
 
+class _HttpRequest:
+    """The request towards the sandbox's server, framed by h11 as a client."""
+
+    def __init__(self, scope: Scope, target: Target, headers: list[tuple[str, str]]) -> None:
+        self.conn = h11.Connection(h11.CLIENT)
+        self.has_body = _has_body(scope)
+        request_headers = [*headers, ("connection", "close")]
+        if self.has_body:
+            request_headers.append(("transfer-encoding", "chunked"))
+        if not any(k == "host" for k, _ in request_headers):
+            request_headers.append(("host", "localhost"))
+        self.head = (
+            self.conn.send(
+                h11.Request(method=scope["method"], target=target.path, headers=request_headers)
+            )
+            or b""
+        )
+
+
 async def _relay_http(
     scope: Scope,
     receive: Receive,
     send: Send,
     pipe: Pipe,
-    target: Target,
-    headers: list[tuple[str, str]],
+    request: _HttpRequest,
     set_cookie: bytes | None,
 ) -> None:
-    conn = h11.Connection(h11.CLIENT)
-    request_headers = [*headers, ("connection", "close")]
-    has_body = _has_body(scope)
-    if has_body:
-        request_headers.append(("transfer-encoding", "chunked"))
-    if not any(k == "host" for k, _ in request_headers):
-        request_headers.append(("host", "localhost"))
-    await pipe.write(
-        conn.send(h11.Request(method=scope["method"], target=target.path, headers=request_headers))
-        or b""
-    )
+    """``request``'s head went with the pipe's connect; its body and the answer follow."""
+    conn, has_body = request.conn, request.has_body
 
     async def upload() -> None:
         while True:
