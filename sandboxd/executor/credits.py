@@ -13,9 +13,19 @@ import threading
 
 #: Events a stream may have in flight before the consumer drains some.
 WINDOW = 64
+#: A socket pipe's window: its events are large (``executor.pipes.CHUNK``,
+#: 256 KiB, so bulk bytes cost few events), so fewer of them may be in flight:
+#: the daemon holds at most 4 MiB of a pipe whose reader stopped.
+PIPE_WINDOW = 16
+_WINDOWS = {"pipe_connect": PIPE_WINDOW, "pipe_attach": PIPE_WINDOW}
 #: Credits a grant may carry at most; more is a malformed frame.
 MAX_GRANT = 1 << 16
 _POLL_S = 0.1
+
+
+def window(op: str) -> int:
+    """The credit window the daemon grants a stream of ``op`` when it asks for it."""
+    return _WINDOWS.get(op, WINDOW)
 
 
 class Credits:

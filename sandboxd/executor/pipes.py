@@ -8,8 +8,9 @@ the daemon does any protocol work.
 
 Flow control, both ways:
 - sandbox -> daemon: each chunk read from the socket is one streamed event,
-  sent against the stream's credits (executor.credits). A daemon-side reader
-  that stops reading stops this socket's reader only.
+  sent against the stream's credits (executor.credits, ``PIPE_WINDOW`` of
+  them: 4 MiB). A daemon-side reader that stops reading stops this socket's
+  reader only.
 - daemon -> sandbox: ``pipe_write`` returns once its bytes are in the
   socket; the daemon awaits it before sending the next, so at most one write
   (``MAX_WRITE``) per pipe is in flight. A server that never reads holds
@@ -43,9 +44,10 @@ from sandboxd.contract.errors import (
 
 Emit = Callable[[dict[str, Any]], None]
 
-#: Bytes read from a socket per event (the daemon buffers at most a credit
-#: window of these per pipe).
-CHUNK = 64 << 10
+#: Bytes read from a socket per event at most (the daemon buffers at most a
+#: credit window of these per pipe, ``credits.PIPE_WINDOW``). Large: every
+#: event costs a frame here, a dispatch in the daemon and a gRPC message.
+CHUNK = 256 << 10
 #: Largest ``pipe_write``: the bytes one pipe may have in flight towards the sandbox.
 MAX_WRITE = 256 << 10
 #: Pipes (connected or attached) one executor holds at most.

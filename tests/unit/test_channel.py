@@ -10,6 +10,8 @@ import pytest
 from sandboxd.backends.shared.channel import MAX_BAD_FRAMES, STREAM_BUFFER, ExecutorChannel
 from sandboxd.contract.errors import NotFound, SandboxUnavailable, Timeout
 from sandboxd.executor import wire
+from sandboxd.executor.credits import PIPE_WINDOW
+from sandboxd.executor.pipes import CHUNK
 
 pytestmark = [pytest.mark.unit, pytest.mark.anyio]
 
@@ -336,4 +338,27 @@ async def test_the_nonce_of_a_start_is_taken_once_and_only_in_its_shape() -> Non
     assert await channel.nonce(1) == "ab" * 16
     assert await channel.nonce(0.1) == "ab" * 16
     assert not channel.closed
+    await channel.close()
+
+
+async def test_a_pipe_stream_has_its_own_smaller_window() -> None:
+    # A pipe's events are up to executor.pipes.CHUNK each: its window is
+    # PIPE_WINDOW events (4 MiB held at most), granted back by halves.
+    peer = Peer()
+    channel = ExecutorChannel(peer, peer, name="t", max_line=1 << 20)
+    events = channel.stream("pipe_connect", {"pipe": "p", "host": "127.0.0.1", "port": 1})
+    first = asyncio.create_task(events.__anext__())
+    await _wait_for_request(peer)
+    request_id = peer.sent[0]["id"]
+    assert peer.sent[0]["credits"] == PIPE_WINDOW < STREAM_BUFFER
+    assert PIPE_WINDOW * CHUNK <= 4 << 20
+    for n in range(PIPE_WINDOW + 5):
+        peer.reply(wire.encode({"id": request_id, "ev": {"n": n}}))
+    await first
+    got = [await events.__anext__() for _ in range(PIPE_WINDOW - 1)]
+    # The five over the window were dropped, not buffered.
+    assert [e["n"] for e in got] == list(range(1, PIPE_WINDOW))
+    grants = [m for m in peer.sent if m.get("op") == "credit"]
+    assert grants == [{"op": "credit", "target": request_id, "n": PIPE_WINDOW // 2}]
+    await events.aclose()
     await channel.close()

@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from sandboxd.backends.shared import pipes
-from sandboxd.backends.shared.channel import STREAM_BUFFER, ExecutorChannel
+from sandboxd.backends.shared.channel import ExecutorChannel
 from sandboxd.contract.errors import InvalidArgument, NotFound
+from sandboxd.executor import credits, wire
 from sandboxd.executor import pipes as executor_pipes
-from sandboxd.executor import wire
 from sandboxd.executor.dispatch import Executor
 from sandboxd.executor.main import _Server
 
@@ -291,7 +291,8 @@ async def test_a_reader_that_never_reads_holds_back_only_its_socket(
     await asyncio.sleep(1.0)
     # The daemon holds at most a window of chunks; the rest waits in the
     # server's socket (kernel buffers) and in the server itself.
-    in_daemon = (STREAM_BUFFER + 2) * executor_pipes.CHUNK
+    in_daemon = (credits.PIPE_WINDOW + 2) * executor_pipes.CHUNK
+    assert in_daemon <= 5 << 20
     assert server.sent < in_daemon + (16 << 20), server.sent
     # The channel still serves other calls at once.
     started = time.monotonic()

@@ -37,7 +37,7 @@ from sandboxd.contract.models import (
     SnapshotInfo,
 )
 from sandboxd.executor import files
-from sandboxd.executor.credits import WINDOW, Credits
+from sandboxd.executor.credits import Credits, window
 from sandboxd.executor.dispatch import Executor
 
 _META = ".sandboxd"
@@ -100,7 +100,7 @@ class LocalWorkspace(PipeEndpoints):
         cancel = threading.Event()
         # The same flow control as over the executor channel: the producer
         # runs ahead of the consumer by one window at most.
-        credits = Credits(WINDOW)
+        credits = Credits(window(op))
 
         def emit(event: dict[str, Any]) -> None:
             if credits.take(cancel):

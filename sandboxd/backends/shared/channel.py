@@ -21,14 +21,15 @@ from typing import Any, Protocol
 
 from sandboxd.contract.errors import SandboxdError, SandboxUnavailable, Timeout, error_from_kind
 from sandboxd.executor import wire
-from sandboxd.executor.credits import WINDOW
+from sandboxd.executor.credits import WINDOW, window
 
 log = logging.getLogger(__name__)
 _HEX = frozenset("0123456789abcdef")
 
 _MAX_ERROR_MESSAGE = 8192
 _DECODE_INLINE_LIMIT = 1 << 20
-#: Events a stream may have unread (its credit window, see executor.credits).
+#: Events a stream may have unread (its credit window, see executor.credits;
+#: some ops ask for another, ``credits.window``).
 STREAM_BUFFER = WINDOW
 #: Malformed frames tolerated on one channel before it is dropped.
 MAX_BAD_FRAMES = 100
@@ -49,9 +50,9 @@ class ByteSink(Protocol):
 
 
 class _Stream:
-    def __init__(self) -> None:
+    def __init__(self, window: int) -> None:
         # The window, plus room for the final reply or error.
-        self.queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue(maxsize=STREAM_BUFFER + 1)
+        self.queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue(maxsize=window + 1)
 
     def abandon(self) -> None:
         # The consumer is gone: free the reader if it waits to put an event.
@@ -134,11 +135,12 @@ class ExecutorChannel:
     async def stream(self, op: str, args: Mapping[str, Any]) -> AsyncIterator[dict[str, Any]]:
         self._raise_if_closed()
         request_id = next(self._ids)
-        stream = self._streams[request_id] = _Stream()
+        credits = window(op)
+        stream = self._streams[request_id] = _Stream(credits)
         finished = False
         try:
             await self._send(
-                {"id": request_id, "op": op, "stream": True, "credits": STREAM_BUFFER}, dict(args)
+                {"id": request_id, "op": op, "stream": True, "credits": credits}, dict(args)
             )
             drained = 0
             while True:
@@ -148,7 +150,7 @@ class ExecutorChannel:
                     # The consumer asked for more: hand the executor back the
                     # credits of what it took, in batches of half a window.
                     drained += 1
-                    if drained >= STREAM_BUFFER // 2:
+                    if drained >= credits // 2:
                         await self._send_control(
                             {"op": "credit", "target": request_id, "n": drained}
                         )
