@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from sandboxd.contract.errors import InvalidArgument
+from sandboxd.contract.network import MAX_RULE_CHARS, MAX_RULES
 
 __all__ = [
     "MAX_RULES",
@@ -63,8 +64,8 @@ Address = IPv4Address | IPv6Address
 Network = IPv4Network | IPv6Network
 
 #: Longest rule string, and most rules in one list (allow or deny).
-MAX_RULE_LENGTH = 300
-MAX_RULES = 256
+# The policy's limits are the model's (contract/network.py), written once.
+MAX_RULE_LENGTH = MAX_RULE_CHARS
 
 #: Cloud metadata services (IPv4 and IPv6): never reachable, whatever the rules.
 METADATA: tuple[Network, ...] = tuple(

@@ -5,6 +5,7 @@ The backend against a real cluster is the kubernetes tier (tests/kubernetes).
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -117,6 +118,11 @@ def test_only_sandboxes_asking_for_a_network_escape_the_deny_all_policy() -> Non
         assert manifests.NETWORK not in meta["labels"]
     full = manifests.metadata("ns", "i", SandboxOptions(network=NetworkPolicy(mode="full")), 1)
     assert manifests.NETWORK in full["labels"]
+    # The policy itself rides the annotations (labels.for_workspace's options).
+    gated = manifests.metadata("ns", "i", SandboxOptions(network=allow), 1)
+    stored = [v for v in gated["annotations"].values() if '"pypi.org"' in v]
+    assert len(stored) == 1
+    assert SandboxOptions.from_json(json.loads(stored[0])).network == allow
 
 
 def test_the_fork_method_is_a_known_one() -> None:
