@@ -94,6 +94,7 @@ _WHERE: dict[str, str] = {
     "SandboxInfo": "sandboxd.contract.models",
     "SandboxOptions": "sandboxd.contract.models",
     "SandboxToolResult": "sandboxd.contract.models",
+    "Secret": "sandboxd.contract.secrets",
     "WriteFileResult": "sandboxd.contract.models",
 }
 
@@ -160,6 +161,7 @@ if TYPE_CHECKING:
         SandboxToolResult,
         WriteFileResult,
     )
+    from sandboxd.contract.secrets import Secret
 
 
 def __getattr__(name: str) -> Any:
@@ -224,6 +226,7 @@ __all__ = [
     "SandboxdError",
     "ScriptExhausted",
     "ScriptedModel",
+    "Secret",
     "Timeout",
     "Tool",
     "ToolCall",

@@ -379,3 +379,27 @@ def test_plain_http_gets_the_same_replacement(
 
     (seen,) = asyncio.run(run())
     assert b"Authorization: " + VALUE.encode() in seen
+
+
+def test_sandboxctl_secret_takes_the_value_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import typer
+
+    from sandboxd.ctl.app import _secret
+
+    monkeypatch.setenv("TOKEN", VALUE)
+    as_env = _secret("TOKEN@api.test,*.b.test")
+    assert (as_env.name, as_env.hosts, as_env.env, as_env.file) == (
+        "TOKEN",
+        ("api.test", "*.b.test"),
+        "TOKEN",
+        "",
+    )
+    assert as_env.value.reveal() == VALUE
+    as_file = _secret("TOKEN@api.test=/home/sandbox/.token")
+    assert (as_file.env, as_file.file) == ("", "/home/sandbox/.token")
+    monkeypatch.delenv("TOKEN")
+    for bad in ("TOKEN@api.test", "TOKEN", "@api.test"):
+        with pytest.raises(typer.BadParameter):
+            _secret(bad)

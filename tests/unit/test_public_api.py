@@ -52,6 +52,7 @@ def test_runtime_client_all_is_pinned() -> None:
         "SandboxdError",
         "ScriptExhausted",
         "ScriptedModel",
+        "Secret",
         "Timeout",
         "Tool",
         "ToolCall",
