@@ -35,6 +35,7 @@ from sandboxd.contract.models import (
     SandboxToolResult,
     ServerStatus,
     SnapshotInfo,
+    TemplateInfo,
     ToolDescription,
     TreeDownloadDone,
     TreeUploadResult,
@@ -492,6 +493,29 @@ class GrpcTransport:
         )
         return convert.copied_from_pb(reply)
 
+    @mapped_stream
+    async def build_template(
+        self, dockerfile: str, context: AsyncIterable[bytes]
+    ) -> AsyncIterator[str | TemplateInfo]:
+        async def requests() -> AsyncIterator[pb.BuildTemplateRequest]:
+            header = pb.BuildTemplateHeader(dockerfile=dockerfile)
+            yield pb.BuildTemplateRequest(header=header)
+            async for chunk in context:
+                for start in range(0, len(chunk), _TEMPLATE_PIECE):
+                    yield pb.BuildTemplateRequest(data=chunk[start : start + _TEMPLATE_PIECE])
+
+        self.stub  # noqa: B018 -- opens the channel the Templates stub shares
+        templates = pb_grpc.TemplatesStub(self._channel)  # type: ignore[no-untyped-call]
+        call = templates.BuildTemplate(requests())
+        try:
+            async for message in call:
+                if message.WhichOneof("part") == "done":
+                    yield convert.template_from_pb(message.done)
+                else:
+                    yield message.log
+        finally:
+            call.cancel()
+
     @property
     def _snapshots(self) -> Any:
         self.stub  # noqa: B018 -- opens the channel the Snapshots stub shares
@@ -530,6 +554,10 @@ class GrpcTransport:
             )
         )
         return convert.copied_from_pb(reply)
+
+
+#: A build context's tar travels in messages of this size (well under gRPC's maximum).
+_TEMPLATE_PIECE = 1 << 20
 
 
 async def _client_stream(

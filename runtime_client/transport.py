@@ -31,6 +31,7 @@ from sandboxd.contract.models import (
     SandboxToolResult,
     ServerStatus,
     SnapshotInfo,
+    TemplateInfo,
     TreeDownloadDone,
     TreeUploadResult,
     WriteFileResult,
@@ -167,6 +168,10 @@ class SandboxTransport(Protocol):
     async def fork_sandbox(
         self, source_id: str, new_id: str, options: SandboxOptions | None = None
     ) -> ForkResult: ...
+
+    def build_template(
+        self, dockerfile: str, context: AsyncIterable[bytes]
+    ) -> AsyncIterator[str | TemplateInfo]: ...
 
     async def create_snapshot(self, instance_id: str, name: str) -> SnapshotInfo: ...
 

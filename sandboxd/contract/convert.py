@@ -41,6 +41,7 @@ from sandboxd.contract.models import (
     ServerStatus,
     SkippedLink,
     SnapshotInfo,
+    TemplateInfo,
     TenantUsage,
     ToolDescription,
     TreeUploadResult,
@@ -235,6 +236,24 @@ def copied_from_pb(message: Any) -> ForkResult:
         sandbox=info_from_pb(message.sandbox),
         method=message.method,
         duration_ms=message.duration_ms,
+    )
+
+
+def template_to_pb(template: TemplateInfo) -> pb.TemplateInfo:
+    return pb.TemplateInfo(
+        image=template.image,
+        cached=template.cached,
+        duration_ms=template.duration_ms,
+        size_bytes=template.size_bytes,
+    )
+
+
+def template_from_pb(message: pb.TemplateInfo) -> TemplateInfo:
+    return TemplateInfo(
+        image=message.image,
+        cached=message.cached,
+        duration_ms=message.duration_ms,
+        size_bytes=message.size_bytes,
     )
 
 

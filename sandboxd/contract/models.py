@@ -415,6 +415,16 @@ class SnapshotInfo:
 
 
 @dataclass(frozen=True)
+class TemplateInfo:
+    """A template: an image built from a Dockerfile through the daemon."""
+
+    image: str  # the tag to create sandboxes with
+    cached: bool  # built before from the same content: nothing ran
+    duration_ms: int
+    size_bytes: int
+
+
+@dataclass(frozen=True)
 class ToolDescription:
     """What a model is told about one tool (ListTools, GET /v1/tools)."""
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
 from sandboxd.backends.shared.pipes import Listener, Pipe
@@ -14,6 +15,7 @@ from sandboxd.contract.models import (
     SandboxInfo,
     SandboxOptions,
     SnapshotInfo,
+    TemplateInfo,
 )
 
 __all__ = ["Listener", "Pipe", "Workspace", "WorkspaceBackend"]
@@ -103,6 +105,11 @@ class WorkspaceBackend(Protocol):
     async def restore(self, instance_id: str, name: str, tenant: str) -> ForkResult:
         """Replace the workspace's files by the snapshot's; its processes stop
         and it starts afresh (as ``restart``)."""
+        ...
+
+    def build_template(self, context: Path, dockerfile: str) -> AsyncIterator[str | TemplateInfo]:
+        """Build an image from the tar ``context`` (a file) and its ``dockerfile``:
+        the build's log lines, then the template (``cached``: built before)."""
         ...
 
     async def workspace(self, instance_id: str) -> Workspace:

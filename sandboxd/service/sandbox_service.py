@@ -16,11 +16,12 @@ from sandboxd.service.forwarding import Forwarding
 from sandboxd.service.netpolicy import NetworkPolicies
 from sandboxd.service.processes import Processes
 from sandboxd.service.snapshots import Snapshots
+from sandboxd.service.templates import Templates
 from sandboxd.service.tools import Tools
 from sandboxd.service.transfers import Transfers
 
 
 class SandboxService(
-    Snapshots, NetworkPolicies, Files, Exec, Tools, Processes, Transfers, Forwarding
+    Snapshots, Templates, NetworkPolicies, Files, Exec, Tools, Processes, Transfers, Forwarding
 ):
     """Every operation a client can ask of sandboxd, over one ``WorkspaceBackend``."""

@@ -24,6 +24,11 @@ class ServiceSettings(WorkspaceSettings, EgressSettings):
     tenant_max_creates_per_minute: int = Field(
         0, ge=0, description="creates (and forks) a tenant may make in any 60 s"
     )
+    template_max_context_bytes: int = Field(
+        1 << 30,
+        ge=1024,
+        description="largest build context (the tar stream) BuildTemplate takes",
+    )
     lifetime_check_interval_s: float = Field(
         1.0,
         gt=0,

@@ -165,7 +165,7 @@ def _requests(instance_id: str) -> dict[str, Any]:
 
 
 #: The RPCs that name no sandbox (and what they show a tenant is tested apart).
-_NO_SANDBOX = {"ListSandboxes", "GetStatus", "ListTools", "ListSnapshots"}
+_NO_SANDBOX = {"ListSandboxes", "GetStatus", "ListTools", "ListSnapshots", "BuildTemplate"}
 
 
 def _methods(channel: grpc.aio.Channel) -> dict[str, Any]:

@@ -44,6 +44,7 @@ PROTO_PAIRS: list[tuple[type, Any, dict[str, str], set[str]]] = [
     (models.ForkResult, pb.RestoreSnapshotResponse, {}, set()),
     (models.ForkResult, pb.CreateFromSnapshotResponse, {}, set()),
     (models.SnapshotInfo, pb.SnapshotInfo, {}, set()),
+    (models.TemplateInfo, pb.TemplateInfo, {}, set()),
     (models.RuntimeInfo, pb.RuntimeInfo, {}, set()),
     (models.DiskLimit, pb.DiskLimit, {}, set()),
     (models.TenantUsage, pb.TenantUsage, {}, set()),
@@ -172,6 +173,11 @@ ROUND_TRIPS: list[tuple[object, Any, Any]] = [
         ),
         convert.status_to_pb,
         convert.status_from_pb,
+    ),
+    (
+        models.TemplateInfo("sandboxd-template:ns-ab12", True, 3, 4096),
+        convert.template_to_pb,
+        convert.template_from_pb,
     ),
     (
         models.SnapshotInfo("s-1", "i-1", 5, 123, "copy", 7, OPTIONS),

@@ -26,7 +26,7 @@ import requests
 from docker.models.containers import Container
 from docker.types import LogConfig, Mount
 
-from sandboxd.backends.docker import disk, marks, runtimes, snapshots
+from sandboxd.backends.docker import disk, marks, runtimes, snapshots, templates
 from sandboxd.backends.docker.settings import DockerSettings
 from sandboxd.backends.docker.workspace import DockerWorkspace
 from sandboxd.backends.shared import clone, labels
@@ -45,6 +45,7 @@ from sandboxd.contract.models import (
     SandboxInfo,
     SandboxOptions,
     SnapshotInfo,
+    TemplateInfo,
     TerminationReason,
 )
 from sandboxd.executor.bundle import bootstrap_command
@@ -762,6 +763,95 @@ class DockerBackend:
                 method=method,
                 duration_ms=int((time.monotonic() - started) * 1000),
             )
+
+    # ------------------------------------------------------------ templates
+
+    async def build_template(
+        self, context: Path, dockerfile: str
+    ) -> AsyncIterator[str | TemplateInfo]:
+        """Build (or find, by its content's digest) a template; see templates.py."""
+        started = time.monotonic()
+        network = self.settings.template_build_network
+        text = await anyio.to_thread.run_sync(templates.dockerfile_of, context, dockerfile)
+
+        def local(image: str) -> bool:
+            try:
+                self.client.images.get(image)
+            except docker.errors.ImageNotFound:
+                return False
+            return True
+
+        def digest() -> str:
+            bases = templates.check(text, network=network, local=local)
+            ids = [self.client.images.get(b).id for b in bases if b.lower() != "scratch"]
+            return templates.digest(context, dockerfile, network, ids)
+
+        found = await _thread(digest)
+        tag = f"{templates.REPOSITORY}:{self.settings.namespace}-{found[:32]}"
+        async with self._lock(f"template\0{tag}"):
+            if not local(tag):
+                async for line in self._build(context, dockerfile, tag, found, network):
+                    yield line
+                await _thread(
+                    templates.check_needs, self.client, tag, self.settings.executor_python
+                )
+                cached = False
+            else:
+                cached = True
+            image = await _thread(self.client.images.get, tag)
+        yield TemplateInfo(
+            image=tag,
+            cached=cached,
+            duration_ms=int((time.monotonic() - started) * 1000),
+            size_bytes=int(image.attrs.get("Size") or 0),
+        )
+
+    async def _build(
+        self, context: Path, dockerfile: str, tag: str, digest: str, network: bool
+    ) -> AsyncIterator[str]:
+        """The engine's build in a thread, its log lines handed over as they come."""
+        loop = asyncio.get_running_loop()
+        lines: asyncio.Queue[str | BaseException | None] = asyncio.Queue()
+
+        def run() -> None:
+            def emit(line: str) -> None:
+                loop.call_soon_threadsafe(lines.put_nowait, line)
+
+            try:
+                templates.build(
+                    self.client,
+                    context,
+                    dockerfile=dockerfile,
+                    tag=tag,
+                    labels={
+                        labels.MANAGED: "true",
+                        labels.NAMESPACE: self.settings.namespace,
+                        templates.TEMPLATE_LABEL: digest,
+                    },
+                    network=network,
+                    memory_bytes=self.settings.memory_bytes,
+                    emit=emit,
+                )
+            except docker.errors.APIError as exc:
+                failure: BaseException = (
+                    InvalidArgument(f"the template build failed: {exc.explanation or exc}")
+                    if exc.is_client_error()
+                    else SandboxUnavailable(f"Docker engine error: {exc.explanation or exc}")
+                )
+                loop.call_soon_threadsafe(lines.put_nowait, failure)
+            except BaseException as exc:  # handed to the caller, raised there
+                loop.call_soon_threadsafe(lines.put_nowait, exc)
+            else:
+                loop.call_soon_threadsafe(lines.put_nowait, None)
+
+        worker = asyncio.ensure_future(anyio.to_thread.run_sync(run))
+        try:
+            while (item := await lines.get()) is not None:
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+        finally:
+            await asyncio.shield(worker)
 
     def _ours(self, found_labels: Mapping[str, str] | None) -> bool:
         """Made by a daemon of this namespace: nothing else is ever removed

@@ -31,6 +31,11 @@ class DockerSettings(ContainerSettings):
         description="free space kept on disk_dir's file system: a new disk (create, fork, "
         "the pool) is refused with RESOURCE_EXHAUSTED when less is free",
     )
+    template_build_network: bool = Field(
+        False,
+        description="template builds (BuildTemplate) may use the network: their RUN steps "
+        "get Docker's bridge, and ADD may fetch URLs (off: no network at all)",
+    )
     pool_size: int = Field(
         2,
         ge=0,

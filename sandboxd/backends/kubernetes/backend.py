@@ -24,8 +24,9 @@ import dataclasses
 import logging
 import socket
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from sandboxd.backends.kubernetes import manifests
@@ -33,7 +34,7 @@ from sandboxd.backends.kubernetes.api import KubeApi, KubeError, load_access
 from sandboxd.backends.kubernetes.settings import KubernetesSettings
 from sandboxd.backends.kubernetes.workspace import KubernetesWorkspace, pod_state, stop_reason
 from sandboxd.backends.shared import snapshots as shared_snapshots
-from sandboxd.backends.shared.errors import unknown_instance
+from sandboxd.backends.shared.errors import unknown_instance, unsupported
 from sandboxd.backends.shared.options import check_same, effective, overridden
 from sandboxd.backends.shared.pool import WarmPool
 from sandboxd.backends.shared.session import stop_idle_workspaces
@@ -48,6 +49,7 @@ from sandboxd.contract.models import (
     SandboxInfo,
     SandboxOptions,
     SnapshotInfo,
+    TemplateInfo,
 )
 
 log = logging.getLogger(__name__)
@@ -732,6 +734,12 @@ class KubernetesBackend:
 
     async def restore(self, instance_id: str, name: str, tenant: str) -> ForkResult:
         raise shared_snapshots.unsupported(self.name)
+
+    async def build_template(
+        self, context: Path, dockerfile: str
+    ) -> AsyncIterator[str | TemplateInfo]:
+        raise unsupported("templates", self.name, "build the image with the engine's own tools")
+        yield ""  # an async generator, as the port's
 
     async def workspace(self, instance_id: str) -> KubernetesWorkspace:
         workspace = self._workspaces.get(instance_id)

@@ -23,7 +23,7 @@ import anyio
 from sandboxd.backends.local.settings import LocalSettings
 from sandboxd.backends.shared import clone
 from sandboxd.backends.shared import snapshots as shared_snapshots
-from sandboxd.backends.shared.errors import unknown_instance
+from sandboxd.backends.shared.errors import unknown_instance, unsupported
 from sandboxd.backends.shared.options import DEFAULT_WORKDIR, check_same, effective, overridden
 from sandboxd.backends.shared.pipes import PipeEndpoints
 from sandboxd.contract.errors import AlreadyExists
@@ -35,6 +35,7 @@ from sandboxd.contract.models import (
     SandboxInfo,
     SandboxOptions,
     SnapshotInfo,
+    TemplateInfo,
 )
 from sandboxd.executor import files
 from sandboxd.executor.credits import Credits, window
@@ -362,6 +363,12 @@ class LocalBackend:
         _remove_quietly(self.root / instance_id)
         _remove_quietly(self.root / _META / "state" / instance_id)
         self._meta(instance_id).unlink(missing_ok=True)
+
+    async def build_template(
+        self, context: Path, dockerfile: str
+    ) -> AsyncIterator[str | TemplateInfo]:
+        raise unsupported("templates", self.name, "build the image with the engine's own tools")
+        yield ""  # an async generator, as the port's
 
     async def workspace(self, instance_id: str) -> LocalWorkspace:
         workspace = self._workspaces.get(instance_id)

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from sandboxd.backends.shared import clone
+from sandboxd.backends.shared import clone, errors
 from sandboxd.contract.errors import InvalidArgument, NotFound
 from sandboxd.contract.models import SandboxOptions, SnapshotInfo
 from sandboxd.executor import files
@@ -34,9 +34,8 @@ def unknown(name: str) -> NotFound:
 
 
 def unsupported(backend: str) -> InvalidArgument:
-    return InvalidArgument(
-        f"named snapshots are not supported on the {backend} backend (README, backends); "
-        "ForkSandbox copies a sandbox there"
+    return errors.unsupported(
+        "named snapshots", backend, "ForkSandbox copies a sandbox there (README, backends)"
     )
 
 

@@ -202,6 +202,40 @@ class GetNetworkLogResponse(_message.Message):
     entries: _containers.RepeatedCompositeFieldContainer[NetworkDecision]
     def __init__(self, entries: _Optional[_Iterable[_Union[NetworkDecision, _Mapping]]] = ...) -> None: ...
 
+class BuildTemplateHeader(_message.Message):
+    __slots__ = ("dockerfile",)
+    DOCKERFILE_FIELD_NUMBER: _ClassVar[int]
+    dockerfile: str
+    def __init__(self, dockerfile: _Optional[str] = ...) -> None: ...
+
+class BuildTemplateRequest(_message.Message):
+    __slots__ = ("header", "data")
+    HEADER_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    header: BuildTemplateHeader
+    data: bytes
+    def __init__(self, header: _Optional[_Union[BuildTemplateHeader, _Mapping]] = ..., data: _Optional[bytes] = ...) -> None: ...
+
+class TemplateInfo(_message.Message):
+    __slots__ = ("image", "cached", "duration_ms", "size_bytes")
+    IMAGE_FIELD_NUMBER: _ClassVar[int]
+    CACHED_FIELD_NUMBER: _ClassVar[int]
+    DURATION_MS_FIELD_NUMBER: _ClassVar[int]
+    SIZE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    image: str
+    cached: bool
+    duration_ms: int
+    size_bytes: int
+    def __init__(self, image: _Optional[str] = ..., cached: _Optional[bool] = ..., duration_ms: _Optional[int] = ..., size_bytes: _Optional[int] = ...) -> None: ...
+
+class BuildTemplateResponse(_message.Message):
+    __slots__ = ("log", "done")
+    LOG_FIELD_NUMBER: _ClassVar[int]
+    DONE_FIELD_NUMBER: _ClassVar[int]
+    log: str
+    done: TemplateInfo
+    def __init__(self, log: _Optional[str] = ..., done: _Optional[_Union[TemplateInfo, _Mapping]] = ...) -> None: ...
+
 class SandboxOptions(_message.Message):
     __slots__ = ("image", "env", "workdir", "memory_bytes", "cpus", "pids_limit", "network", "runtime", "labels", "idle_ttl_seconds", "disable_read_guard", "allow_ptrace", "max_lifetime_seconds", "delete_after_stopped_seconds", "disk_bytes", "secrets")
     class EnvEntry(_message.Message):

@@ -497,6 +497,98 @@ class Network:
             _registered_method=True)
 
 
+class TemplatesStub:
+    """Templates: images built from a Dockerfile and its context through the
+    daemon, usable as a sandbox's `image`. Tagged by content (the Dockerfile,
+    the context's bytes, the base images' ids): an unchanged build is instant.
+    The build runs without network unless the operator allows it, pulls
+    nothing (every FROM is a local image), and can mount nothing of the host;
+    the result must carry what the executor needs (python3, bash).
+    """
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.BuildTemplate = channel.stream_stream(
+                '/sandboxd.v1.Templates/BuildTemplate',
+                request_serializer=sandboxd_dot_v1_dot_sandbox__pb2.BuildTemplateRequest.SerializeToString,
+                response_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.BuildTemplateResponse.FromString,
+                _registered_method=True)
+
+
+class TemplatesServicer:
+    """Templates: images built from a Dockerfile and its context through the
+    daemon, usable as a sandbox's `image`. Tagged by content (the Dockerfile,
+    the context's bytes, the base images' ids): an unchanged build is instant.
+    The build runs without network unless the operator allows it, pulls
+    nothing (every FROM is a local image), and can mount nothing of the host;
+    the result must carry what the executor needs (python3, bash).
+    """
+
+    def BuildTemplate(self, request_iterator, context):
+        """The first message is the header, then the context as a tar stream; the
+        answer is the build's log, line by line, then `done`.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_TemplatesServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'BuildTemplate': grpc.stream_stream_rpc_method_handler(
+                    servicer.BuildTemplate,
+                    request_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.BuildTemplateRequest.FromString,
+                    response_serializer=sandboxd_dot_v1_dot_sandbox__pb2.BuildTemplateResponse.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'sandboxd.v1.Templates', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('sandboxd.v1.Templates', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class Templates:
+    """Templates: images built from a Dockerfile and its context through the
+    daemon, usable as a sandbox's `image`. Tagged by content (the Dockerfile,
+    the context's bytes, the base images' ids): an unchanged build is instant.
+    The build runs without network unless the operator allows it, pulls
+    nothing (every FROM is a local image), and can mount nothing of the host;
+    the result must carry what the executor needs (python3, bash).
+    """
+
+    @staticmethod
+    def BuildTemplate(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/sandboxd.v1.Templates/BuildTemplate',
+            sandboxd_dot_v1_dot_sandbox__pb2.BuildTemplateRequest.SerializeToString,
+            sandboxd_dot_v1_dot_sandbox__pb2.BuildTemplateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+
 class SandboxServiceStub:
     """Missing associated documentation comment in .proto file."""
 

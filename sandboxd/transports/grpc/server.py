@@ -27,11 +27,13 @@ from sandboxd.transports.grpc.network import NetworkServicer
 from sandboxd.transports.grpc.port_stream import PortsServicer
 from sandboxd.transports.grpc.servicer import SandboxServicer
 from sandboxd.transports.grpc.snapshots import SnapshotsServicer
+from sandboxd.transports.grpc.templates import TemplatesServicer
 
 SERVICE_NAME = sandbox_pb2.DESCRIPTOR.services_by_name["SandboxService"].full_name
 PORTS_SERVICE_NAME = sandbox_pb2.DESCRIPTOR.services_by_name["SandboxPorts"].full_name
 LIFETIMES_NAME = sandbox_pb2.DESCRIPTOR.services_by_name["Lifetimes"].full_name
 SNAPSHOTS_NAME = sandbox_pb2.DESCRIPTOR.services_by_name["Snapshots"].full_name
+TEMPLATES_NAME = sandbox_pb2.DESCRIPTOR.services_by_name["Templates"].full_name
 NETWORK_NAME = sandbox_pb2.DESCRIPTOR.services_by_name["Network"].full_name
 
 
@@ -88,6 +90,9 @@ class GrpcListener:
         sandbox_pb2_grpc.add_SnapshotsServicer_to_server(  # type: ignore[no-untyped-call]
             SnapshotsServicer(service, authenticator), self._server
         )
+        sandbox_pb2_grpc.add_TemplatesServicer_to_server(  # type: ignore[no-untyped-call]
+            TemplatesServicer(service, authenticator), self._server
+        )
         sandbox_pb2_grpc.add_NetworkServicer_to_server(  # type: ignore[no-untyped-call]
             NetworkServicer(service, authenticator), self._server
         )
@@ -98,6 +103,7 @@ class GrpcListener:
                 PORTS_SERVICE_NAME,
                 LIFETIMES_NAME,
                 SNAPSHOTS_NAME,
+                TEMPLATES_NAME,
                 NETWORK_NAME,
                 health.SERVICE_NAME,
                 reflection.SERVICE_NAME,

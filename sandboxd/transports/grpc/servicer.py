@@ -276,11 +276,11 @@ class SandboxServicer(pb_grpc.SandboxServiceServicer):  # type: ignore[misc]
         self, request: AsyncIterator[pb.UploadRequest], context: Context
     ) -> pb.UploadResponse:
         async with answered_after_the_stream(request):
-            header = (await _header(request, "Upload")).header
+            header = (await client_stream_header(request, "Upload")).header
             result = await self.service.upload_file(
                 header.instance_id,
                 header.path,
-                _data(request),
+                client_stream_data(request),
                 create_parents=header.create_parents,
                 expected_sha256=(
                     header.expected_sha256 if header.HasField("expected_sha256") else None
@@ -313,8 +313,10 @@ class SandboxServicer(pb_grpc.SandboxServiceServicer):  # type: ignore[misc]
         self, request: AsyncIterator[pb.UploadTreeRequest], context: Context
     ) -> pb.UploadTreeResponse:
         async with answered_after_the_stream(request):
-            header = (await _header(request, "UploadTree")).header
-            result = await self.service.upload_tree(header.instance_id, header.path, _data(request))
+            header = (await client_stream_header(request, "UploadTree")).header
+            result = await self.service.upload_tree(
+                header.instance_id, header.path, client_stream_data(request)
+            )
         return convert.tree_upload_to_pb(result)
 
     @streaming
@@ -344,7 +346,7 @@ class SandboxServicer(pb_grpc.SandboxServiceServicer):  # type: ignore[misc]
         return answer
 
 
-async def _header(messages: AsyncIterator[Any], call: str) -> Any:
+async def client_stream_header(messages: AsyncIterator[Any], call: str) -> Any:
     """The first message of a client stream, which must carry the header."""
     try:
         first = await anext(messages)
@@ -355,7 +357,7 @@ async def _header(messages: AsyncIterator[Any], call: str) -> Any:
     return first
 
 
-async def _data(messages: AsyncIterable[Any]) -> AsyncIterator[bytes]:
+async def client_stream_data(messages: AsyncIterable[Any]) -> AsyncIterator[bytes]:
     async for message in messages:
         if message.WhichOneof("part") != "data":
             raise InvalidArgument("only the first message of a stream may be a header")

@@ -1,0 +1,84 @@
+"""Templates on a real engine: a 3-line Dockerfile built through the daemon
+(its log streamed), used by a new sandbox, rebuilt unchanged (a cache hit:
+nothing runs), and an image without python3 refused with the reason. The
+build had no network (its RUN saw only the loopback). Images made here carry
+the namespace's label and are removed after."""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import docker
+import docker.errors
+import pytest
+
+from runtime_client import GrpcSandboxFactory, InvalidArgument
+from runtime_client.templates import build_template
+from sandboxd.backends.docker.templates import REPOSITORY
+from sandboxd.backends.shared import labels
+from sandboxd.contract.models import ExecRequest, SandboxOptions
+from tests.docker_fixtures import IMAGE, RUN_PREFIX, remove_namespace_resources
+from tests.helpers import Daemon
+
+pytestmark = [pytest.mark.docker, pytest.mark.anyio]
+
+#: The README's example (README.md, "Templates").
+DOCKERFILE = f"""FROM {IMAGE}
+COPY greet.py /home/sandbox/greet.py
+RUN python3 ~/greet.py > ~/greeting && ls /sys/class/net > ~/networks
+"""
+
+
+@pytest.fixture
+def namespace(docker_client: docker.DockerClient) -> Iterator[str]:
+    name = f"{RUN_PREFIX}-tp{secrets.token_hex(2)}"
+    yield name
+    remove_namespace_resources(docker_client, name)
+    for image in docker_client.images.list(filters={"label": f"{labels.NAMESPACE}={name}"}):
+        with contextlib.suppress(docker.errors.APIError):
+            docker_client.images.remove(image.id, force=True)
+
+
+async def test_a_template_is_built_used_cached_and_checked(
+    daemon_factory: type[Daemon], docker_client: docker.DockerClient, namespace: str, tmp_path: Path
+) -> None:
+    folder = tmp_path / "tpl"
+    folder.mkdir()
+    (folder / "Dockerfile").write_text(DOCKERFILE)
+    (folder / "greet.py").write_text("print('hello from the template')\n")
+    args = ("--namespace", namespace, "--image", IMAGE, "--pool-size", "0")
+    daemon = await anyio.to_thread.run_sync(daemon_factory(tmp_path / "t.sock", *args).start)
+    async with GrpcSandboxFactory(daemon.target) as factory:
+        lines: list[str] = []
+        built = await build_template(factory.transport, folder, log=lines.append)
+        assert not built.cached and built.image.startswith(f"{REPOSITORY}:{namespace}-")
+        assert any(line.startswith("Step 3/") and "RUN python3" in line for line in lines)
+        image = docker_client.images.get(built.image)
+        assert image.labels[labels.NAMESPACE] == namespace
+
+        info, _ = await factory.transport.create_sandbox(
+            "from-template", SandboxOptions(image=built.image)
+        )
+        assert info.options.image == built.image
+        result = await factory.transport.exec(
+            "from-template", ExecRequest(shell="cat /home/sandbox/greeting /home/sandbox/networks")
+        )
+        assert result.stdout == b"hello from the template\nlo\n"  # no network in the build
+        await factory.transport.delete_sandbox("from-template")
+
+        again: list[str] = []
+        cached = await build_template(factory.transport, folder, log=again.append)
+        assert cached.cached and cached.image == built.image and again == []
+
+        # An image the executor cannot run in: refused, with the reason, and removed.
+        (folder / "Dockerfile").write_text(
+            f"FROM {IMAGE}\nUSER root\nRUN rm /usr/bin/python3 /usr/bin/python3.*\n"
+        )
+        with pytest.raises(InvalidArgument, match=r"it has no /usr/bin/python3.*needs python3"):
+            await build_template(factory.transport, folder)
+        left = docker_client.images.list(filters={"label": f"{labels.NAMESPACE}={namespace}"})
+        assert [i.tags for i in left] == [[built.image]]
