@@ -96,11 +96,17 @@ def pipe_id(value: object, what: str = "pipe") -> str:
 
 
 class _Pipe:
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: socket.socket, cancel: threading.Event) -> None:
         self.sock = sock
         self.closed = threading.Event()
         #: The daemon half-closed (``pipe_shutdown``).
         self.write_shut = threading.Event()
+        #: The sandbox's side sent its end.
+        self.ended = False
+        #: The stream's cancel flag. Once the sandbox's side has ended, the
+        #: relay waits on it alone and a half-close sets it too: a pipe the
+        #: daemon closes or shuts frees its thread at once, not a poll later.
+        self.cancel = cancel
         self.writing = threading.Lock()
 
     def close(self, *, abort: bool) -> None:
@@ -171,7 +177,7 @@ class Pipes:
         emit: Emit,
         first: bytes = b"",
     ) -> dict[str, Any]:
-        pipe = _Pipe(sock)
+        pipe = _Pipe(sock, cancel)
         # Held until the first bytes are out: a pipe_write waits behind them.
         pending = memoryview(first)
         if pending:
@@ -188,17 +194,17 @@ class Pipes:
         try:
             # First event: the socket is there (the daemon's open returns on it).
             emit({"connected": True})
-            ended = False  # the sandbox's side sent its end
             while not cancel.is_set() and not pipe.closed.is_set():
-                if ended and not pending:
+                if pipe.ended and not pending:
                     # The daemon's side may still write (half-close), so the
-                    # pipe lives until it ends too.
-                    if pipe.write_shut.wait(POLL_S):
+                    # pipe lives until it ends too (or the daemon lets go).
+                    if pipe.write_shut.is_set():
                         clean = True
                         return {"eof": True}
+                    cancel.wait(POLL_S)
                     continue
                 readable, writable, _ = select.select(
-                    [] if ended else [sock], [sock] if pending else [], [], POLL_S
+                    [] if pipe.ended else [sock], [sock] if pending else [], [], POLL_S
                 )
                 if writable:
                     try:
@@ -219,8 +225,8 @@ class Pipes:
                     emit({"data": data})
                 else:
                     emit({"eof": True})
-                    ended = True
-            if ended:
+                    pipe.ended = True
+            if pipe.ended:
                 return {"eof": True}
             if not cancel.is_set():
                 raise SandboxUnavailable(
@@ -264,6 +270,8 @@ class Pipes:
         with pipe.writing, contextlib.suppress(OSError):
             pipe.sock.shutdown(socket.SHUT_WR)
         pipe.write_shut.set()
+        if pipe.ended:
+            pipe.cancel.set()  # its relay waits for this only: let it go now
         return {}
 
     def _get(self, pipe_key: str) -> _Pipe:

@@ -450,3 +450,26 @@ async def test_listening_ports_sees_a_real_listener() -> None:
         assert {"host": "127.0.0.1", "port": port} in executor_pipes.listening_ports()
     finally:
         sock.close()
+
+
+@pytest.mark.parametrize("end", ["close", "shutdown_write"])
+async def test_a_pipe_whose_sandbox_side_ended_is_let_go_at_once(
+    pair: tuple[Calls, Executor],
+    servers: list[TcpServer],
+    monkeypatch: pytest.MonkeyPatch,
+    end: str,
+) -> None:
+    # With the poll made long, only a wake-up frees the relay's thread in time
+    # (after a close it waited a poll before: the close case failed so).
+    monkeypatch.setattr(executor_pipes, "POLL_S", 30.0)
+    calls, executor = pair
+    server = TcpServer(mode="speak-first")
+    servers.append(server)
+    pipe = await calls.connect_port(server.port)
+    assert await _read_all(pipe) == b"banner"
+    await getattr(pipe, end)()
+    await _until(lambda: not executor.pipes._pipes)
+    if end == "shutdown_write":  # a clean end: the server reads its EOF
+        await asyncio.to_thread(server.peer_closed.wait, 5)
+        assert server.peer_closed.is_set()
+    await pipe.close()

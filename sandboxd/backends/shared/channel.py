@@ -31,6 +31,8 @@ _DECODE_INLINE_LIMIT = 1 << 20
 #: Events a stream may have unread (its credit window, see executor.credits;
 #: some ops ask for another, ``credits.window``).
 STREAM_BUFFER = WINDOW
+#: A frame's parts up to this size are joined into one write.
+_JOIN_LIMIT = 256 << 10
 #: Malformed frames tolerated on one channel before it is dropped.
 MAX_BAD_FRAMES = 100
 
@@ -105,6 +107,10 @@ class ExecutorChannel:
         await self._sink.drain()
 
     async def _send_parts(self, parts: list[bytes]) -> None:
+        if len(parts) > 1 and sum(map(len, parts)) <= _JOIN_LIMIT:
+            # One write, one system call: a small raw frame (a pipe's bytes)
+            # in three would cost two more.
+            parts = [b"".join(parts)]
         for part in parts:
             self._sink.write(part)
         await self._sink.drain()
