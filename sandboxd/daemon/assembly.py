@@ -16,12 +16,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sandboxd.backends import backend_class
+from sandboxd.contract.errors import SandboxUnavailable
 from sandboxd.daemon.auth import make_authenticator
 from sandboxd.daemon.settings import Settings
-from sandboxd.egress.book import SecretBook
 from sandboxd.egress.ca import CertificateAuthority
 from sandboxd.egress.intercept import SecretInterceptor
 from sandboxd.observability import calls
@@ -36,6 +37,18 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+def _egress_ca(state_dir: Path) -> CertificateAuthority:
+    try:
+        return CertificateAuthority.load_or_create(state_dir)
+    except (OSError, ValueError) as exc:
+        # The daemon serves everything else; this create says why it cannot have secrets.
+        log.warning("egress: no CA in %s: %s", state_dir, exc)
+        raise SandboxUnavailable(
+            f"this daemon cannot use secrets: its egress CA could not be made or read in "
+            f"{state_dir} ({exc}); set SANDBOXD_STATE_DIR to a folder it can write"
+        ) from None
+
+
 def make_backend(settings: Settings) -> WorkspaceBackend:
     # The registry imports only the chosen engine: a local daemon never loads docker-py.
     backend: WorkspaceBackend = backend_class(settings.backend)(settings)
@@ -47,25 +60,14 @@ class Daemon:
         self.settings = settings
         self.authenticator = make_authenticator(settings)
         self.backend = backend or make_backend(settings)
-        # Secrets at egress: values in memory (the book), the CA made once in
-        # the state folder; the gateway hands connections to hosts with a
-        # secret to the interceptor (egress/intercept.py).
-        self.secrets = SecretBook()
-        self.interceptor: SecretInterceptor | None = None
-        try:
-            ca = CertificateAuthority.load_or_create(settings.state_dir)
-        except (OSError, ValueError) as exc:
-            # A daemon without a writable state folder still serves everything
-            # else; a create with secrets says why it cannot have them.
-            self.secrets.unavailable = (
-                f"this daemon has no egress CA: {settings.state_dir} could not hold it "
-                f"({exc}); set SANDBOXD_STATE_DIR to a writable folder"
-            )
-            log.warning("egress: secrets are off: %s", self.secrets.unavailable)
-        else:
-            self.interceptor = SecretInterceptor(
-                self.secrets, ca, upstream_cafile=settings.egress_upstream_ca
-            )
+        # Secrets at egress: values in memory (the book); the CA, made once in
+        # the state folder when the first sandbox with secrets is created (a
+        # daemon never given secrets writes nothing there); the gateway hands
+        # connections to hosts with a secret to the interceptor (egress/intercept.py).
+        self.interceptor = SecretInterceptor(
+            lambda: _egress_ca(settings.state_dir), upstream_cafile=settings.egress_upstream_ca
+        )
+        self.secrets = self.interceptor.book
         self.service = SandboxService(self.backend, settings, secrets=self.secrets)
         # The gateways hand a secret's hosts' connections to the interceptor.
         self.service.gateways.interceptor = self.interceptor

@@ -8,7 +8,7 @@ reads it per connection.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from sandboxd.contract.secrets import Secret, host_matches, placeholder
 
@@ -16,11 +16,16 @@ from sandboxd.contract.secrets import Secret, host_matches, placeholder
 class SecretBook:
     """The daemon's secrets per sandbox, in memory only (never on disk, never in labels)."""
 
-    def __init__(self) -> None:
+    def __init__(self, prepare: Callable[[], object] | None = None) -> None:
         self._by_instance: dict[str, tuple[Secret, ...]] = {}
         self._lock = threading.Lock()
-        #: Why this daemon cannot use secrets (no CA); empty: it can.
-        self.unavailable = ""
+        #: What serving secrets needs first (the interceptor's CA); raises if it cannot.
+        self._prepare = prepare
+
+    def ready(self) -> None:
+        """Before a sandbox gets secrets: make what serving them needs, or raise why not."""
+        if self._prepare is not None:
+            self._prepare()
 
     def set(self, instance_id: str, secrets: Sequence[Secret]) -> None:
         with self._lock:

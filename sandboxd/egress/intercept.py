@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import logging
 import ssl
+import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -65,19 +66,28 @@ class SecretInterceptor:
 
     def __init__(
         self,
-        book: SecretBook,
-        ca: CertificateAuthority,
+        ca: Callable[[], CertificateAuthority],
         upstream_cafile: Path | None = None,
     ) -> None:
-        self.book = book
-        self.ca = ca
+        #: The CA's loader: called once, when the first sandbox gets secrets.
+        self._load_ca = ca
+        self._ca: CertificateAuthority | None = None
+        self._ca_lock = threading.Lock()
+        self.book = SecretBook(prepare=lambda: self.ca)
         self._upstream = ssl.create_default_context()
         if upstream_cafile is not None:
             self._upstream.load_verify_locations(cafile=str(upstream_cafile))
         self._upstream.set_alpn_protocols(["http/1.1"])
 
+    @property
+    def ca(self) -> CertificateAuthority:
+        with self._ca_lock:
+            if self._ca is None:
+                self._ca = self._load_ca()
+            return self._ca
+
     def __repr__(self) -> str:
-        return f"SecretInterceptor({self.ca!r})"
+        return f"SecretInterceptor({self._ca!r})"
 
     def wants(self, instance_id: str, host: str) -> bool:
         return bool(self.book.for_host(instance_id, host))

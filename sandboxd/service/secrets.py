@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from sandboxd.contract.errors import InvalidArgument, SandboxUnavailable
+from sandboxd.contract.errors import InvalidArgument
 from sandboxd.contract.models import SandboxOptions
 from sandboxd.contract.secrets import Secret, placeholder, validate
 from sandboxd.egress.book import SecretBook
@@ -26,8 +26,7 @@ def with_placeholders(
     secret's placeholder in the workload's environment."""
     if not options.secrets:
         return options
-    if book.unavailable:
-        raise SandboxUnavailable(book.unavailable)
+    book.ready()  # the daemon's CA, made the first time (SandboxUnavailable if it cannot be)
     secrets = validate(options.secrets)
     env = dict(options.env)
     for secret in secrets:

@@ -23,6 +23,7 @@ def make_settings(tmp_path: Path, **overrides: object) -> Settings:
         "backend": "local",
         "local_root": tmp_path / "root",
         "socket": tmp_path / "sandboxd.sock",
+        "state_dir": tmp_path / "state",  # the egress CA, when a test gives secrets
         "http": "127.0.0.1:0",
         "tokens_file": tokens,
         "max_payload_bytes": 64 * 1024,

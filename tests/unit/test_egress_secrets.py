@@ -261,8 +261,8 @@ def world(tmp_path: Path) -> tuple[SecretInterceptor, CertificateAuthority, Path
     test_ca = CertificateAuthority.load_or_create(tmp_path / "upstream")  # the test hosts' CA
     cafile = tmp_path / "upstream-ca.pem"
     cafile.write_bytes(test_ca.cert_pem)
-    book = SecretBook()
-    book.set(
+    interceptor = SecretInterceptor(lambda: daemon_ca, upstream_cafile=cafile)
+    interceptor.book.set(
         "sb",
         validate(
             [
@@ -271,7 +271,7 @@ def world(tmp_path: Path) -> tuple[SecretInterceptor, CertificateAuthority, Path
             ]
         ),
     )
-    return SecretInterceptor(book, daemon_ca, upstream_cafile=cafile), test_ca, tmp_path
+    return interceptor, test_ca, tmp_path
 
 
 def _client_trusting(pem: bytes) -> ssl.SSLContext:

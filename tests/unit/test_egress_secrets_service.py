@@ -108,6 +108,30 @@ def test_hello_gives_the_workload_a_bundle_with_the_daemon_ca(tmp_path: Path) ->
     assert "trust" not in hello_args(SandboxOptions(), settings)
 
 
+def test_the_ca_is_made_with_the_first_secrets_and_never_without(tmp_path: Path) -> None:
+    from sandboxd.daemon.assembly import Daemon
+
+    state = tmp_path / "state"
+    settings = Settings.from_arguments(
+        backend="local", local_root=tmp_path / "root", state_dir=state, socket=tmp_path / "s.sock"
+    )
+    daemon = Daemon(settings)
+
+    async def run() -> None:
+        await daemon.backend.start()
+        try:
+            await daemon.service.create_sandbox("plain", SandboxOptions())
+            assert not state.exists()  # a daemon never given secrets writes nothing there
+            secret = Secret("T", VALUE, ("a.test",), env="T")
+            await daemon.service.create_sandbox("sb", SandboxOptions(secrets=(secret,)))
+            assert (state / EGRESS_CA_CERT).exists()
+            assert daemon.interceptor.wants("sb", "a.test")
+        finally:
+            await daemon.backend.close()
+
+    asyncio.run(run())
+
+
 def test_a_daemon_without_a_ca_refuses_secrets_and_serves_the_rest(tmp_path: Path) -> None:
     from sandboxd.daemon.assembly import Daemon
 
@@ -120,12 +144,11 @@ def test_a_daemon_without_a_ca_refuses_secrets_and_serves_the_rest(tmp_path: Pat
         socket=tmp_path / "s.sock",
     )
     daemon = Daemon(settings)
-    assert daemon.interceptor is None and "SANDBOXD_STATE_DIR" in daemon.secrets.unavailable
 
     async def run() -> None:
         await daemon.backend.start()
         try:
-            with pytest.raises(SandboxUnavailable, match="no egress CA"):
+            with pytest.raises(SandboxUnavailable, match="SANDBOXD_STATE_DIR"):
                 await daemon.service.create_sandbox(
                     "sb", SandboxOptions(secrets=(Secret("T", VALUE, ("a.test",), env="T"),))
                 )

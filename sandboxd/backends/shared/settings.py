@@ -146,9 +146,9 @@ class ContainerSettings(WorkspaceSettings):
     start_timeout_s: float = Field(60.0, gt=0, description="container start to executor ready")
     state_dir: Path = Field(
         default_factory=default_state_dir,
-        description="the daemon's own state: the egress CA (key 0600, made at first start) "
-        "that TLS towards hosts with a secret is terminated with; default /var/lib/sandboxd "
-        "for root, else $XDG_STATE_HOME/sandboxd",
+        description="the daemon's own state: the egress CA (key 0600, made when the first "
+        "sandbox with secrets is created) that TLS towards hosts with a secret is terminated "
+        "with; default /var/lib/sandboxd for root, else $XDG_STATE_HOME/sandboxd",
     )
 
     @field_validator("disk_bytes")
