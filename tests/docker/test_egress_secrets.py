@@ -299,3 +299,36 @@ def _container_of(client: docker.DockerClient, instance: str) -> str:
         if instance in container.name:
             return str(container.name)
     raise AssertionError(f"no container for {instance}")
+
+
+async def test_a_host_whose_certificate_does_not_verify_never_gets_the_value(
+    factory: GrpcSandboxFactory, world: tuple[Daemon, EgressHosts, Path]
+) -> None:
+    """denied.test is the same test server, but its certificate names only
+    allowed.test and other.test: the upstream TLS fails verification, so the
+    request (and the value) never leaves the daemon and the workload reads why.
+    Checked with verification off (``check_hostname = False`` on the upstream
+    context): the request arrives with the value and this test fails."""
+    _, _, log = world
+    value = "sbxd-real-" + secrets.token_hex(16)
+    instance = f"egsec-{secrets.token_hex(4)}"
+    options = SandboxOptions(
+        network=NetworkPolicy(mode="allow", allow=("denied.test",)),
+        secrets=(Secret("TOKEN", value, ("denied.test",), env="TOKEN"),),
+    )
+    await factory.transport.create_sandbox(instance, options)
+    try:
+        result = await factory.transport.exec(
+            instance,
+            ExecRequest(
+                shell='curl -sS -w "\\n%{http_code}" -H "Authorization: Bearer $TOKEN" '
+                f"https://denied.test:{HTTPS_PORT}/wrong-cert"
+            ),
+        )
+        out = result.stdout.decode()
+        assert out.endswith("\n502"), (out, result.stderr)
+        assert "TLS to denied.test failed: certificate verify failed" in out
+        assert value not in out
+        assert all(r["path"] != "/wrong-cert" for r in _requests(log))
+    finally:
+        await factory.transport.delete_sandbox(instance)
