@@ -504,17 +504,19 @@ class GrpcTransport:
                 for start in range(0, len(chunk), _TEMPLATE_PIECE):
                     yield pb.BuildTemplateRequest(data=chunk[start : start + _TEMPLATE_PIECE])
 
+        async for part in _build_answers(self._templates.BuildTemplate(requests())):
+            yield part
+
+    @mapped_stream
+    async def template_from_snapshot(self, name: str) -> AsyncIterator[str | TemplateInfo]:
+        request = pb.TemplateFromSnapshotRequest(name=name)
+        async for part in _build_answers(self._templates.TemplateFromSnapshot(request)):
+            yield part
+
+    @property
+    def _templates(self) -> Any:
         self.stub  # noqa: B018 -- opens the channel the Templates stub shares
-        templates = pb_grpc.TemplatesStub(self._channel)  # type: ignore[no-untyped-call]
-        call = templates.BuildTemplate(requests())
-        try:
-            async for message in call:
-                if message.WhichOneof("part") == "done":
-                    yield convert.template_from_pb(message.done)
-                else:
-                    yield message.log
-        finally:
-            call.cancel()
+        return pb_grpc.TemplatesStub(self._channel)  # type: ignore[no-untyped-call]
 
     @property
     def _snapshots(self) -> Any:
@@ -554,6 +556,18 @@ class GrpcTransport:
             )
         )
         return convert.copied_from_pb(reply)
+
+
+async def _build_answers(call: Any) -> AsyncIterator[str | TemplateInfo]:
+    """A template build's answers: log lines, then the template."""
+    try:
+        async for message in call:
+            if message.WhichOneof("part") == "done":
+                yield convert.template_from_pb(message.done)
+            else:
+                yield message.log
+    finally:
+        call.cancel()
 
 
 #: A build context's tar travels in messages of this size (well under gRPC's maximum).

@@ -68,8 +68,22 @@ async def build_template(
 ) -> TemplateInfo:
     """Build the template of ``folder`` (its ``dockerfile`` and what it copies);
     ``log`` gets the build's output line by line."""
+    return await _built(transport.build_template(dockerfile, context_of(folder)), log)
+
+
+async def template_from_snapshot(
+    transport: SandboxTransport, name: str, *, log: Callable[[str], None] | None = None
+) -> TemplateInfo:
+    """A template of snapshot ``name``: a new sandbox of ``info.image`` starts
+    with the snapshot's files."""
+    return await _built(transport.template_from_snapshot(name), log)
+
+
+async def _built(
+    answers: AsyncIterator[str | TemplateInfo], log: Callable[[str], None] | None
+) -> TemplateInfo:
     result: TemplateInfo | None = None
-    async for part in transport.build_template(dockerfile, context_of(folder)):
+    async for part in answers:
         if isinstance(part, TemplateInfo):
             result = part
         elif log is not None:

@@ -112,6 +112,10 @@ class WorkspaceBackend(Protocol):
         the build's log lines, then the template (``cached``: built before)."""
         ...
 
+    def template_from_snapshot(self, name: str, tenant: str) -> AsyncIterator[str | TemplateInfo]:
+        """A template of ``tenant``'s snapshot ``name``: its files in /workspace."""
+        ...
+
     async def workspace(self, instance_id: str) -> Workspace:
         """The live workspace for an id, started or re-attached as needed."""
         ...

@@ -17,10 +17,12 @@ from pathlib import Path
 
 import anyio
 
+from sandboxd.backends.shared.snapshots import unknown
 from sandboxd.contract import validation
 from sandboxd.contract.errors import InvalidArgument, ResourceExhausted
 from sandboxd.contract.models import TemplateInfo
 from sandboxd.service.core import ServiceCore
+from sandboxd.service.scope import current_scope
 
 
 class Templates(ServiceCore):
@@ -52,3 +54,13 @@ class Templates(ServiceCore):
         finally:
             with contextlib.suppress(OSError):
                 os.unlink(name)
+
+    async def template_from_snapshot(self, name: str) -> AsyncIterator[str | TemplateInfo]:
+        """A template of the caller's snapshot ``name`` (a new sandbox of its
+        image starts with the snapshot's files): the build's log, then it."""
+        validation.snapshot_name(name)
+        tenant = current_scope().tenant or ""
+        if all(snapshot.name != name for snapshot in await self.backend.snapshots(tenant)):
+            raise unknown(name)  # another tenant's too, before what this engine can do
+        async for part in self.backend.template_from_snapshot(name, tenant):
+            yield part

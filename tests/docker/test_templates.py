@@ -16,8 +16,8 @@ import docker
 import docker.errors
 import pytest
 
-from runtime_client import GrpcSandboxFactory, InvalidArgument
-from runtime_client.templates import build_template
+from runtime_client import GrpcSandboxFactory, InvalidArgument, Sandbox
+from runtime_client.templates import build_template, template_from_snapshot
 from sandboxd.backends.docker.templates import REPOSITORY
 from sandboxd.backends.shared import labels
 from sandboxd.contract.models import ExecRequest, SandboxOptions
@@ -68,7 +68,20 @@ async def test_a_template_is_built_used_cached_and_checked(
             "from-template", ExecRequest(shell="cat /home/sandbox/greeting /home/sandbox/networks")
         )
         assert result.stdout == b"hello from the template\nlo\n"  # no network in the build
+
+        # A snapshot committed to a template: a new sandbox of it starts with its files.
+        box = Sandbox(factory.transport, "from-template")
+        await box.write_file("src/app.py", "print('kept')\n")
+        await box.snapshot("committed")
         await factory.transport.delete_sandbox("from-template")
+        committed = await template_from_snapshot(factory.transport, "committed")
+        assert not committed.cached and committed.image != built.image
+        await factory.transport.create_sandbox("second", SandboxOptions(image=committed.image))
+        second = Sandbox(factory.transport, "second")
+        ran = await second.exec("python3 src/app.py && touch src/new && stat -c %U src/app.py")
+        assert ran.stdout == b"kept\nsandbox\n", ran.stderr  # the sandbox user's, writable
+        await factory.transport.delete_sandbox("second")
+        await factory.transport.delete_snapshot("committed")
 
         again: list[str] = []
         cached = await build_template(factory.transport, folder, log=again.append)
@@ -81,4 +94,4 @@ async def test_a_template_is_built_used_cached_and_checked(
         with pytest.raises(InvalidArgument, match=r"it has no /usr/bin/python3.*needs python3"):
             await build_template(factory.transport, folder)
         left = docker_client.images.list(filters={"label": f"{labels.NAMESPACE}={namespace}"})
-        assert [i.tags for i in left] == [[built.image]]
+        assert sorted(i.tags[0] for i in left) == sorted([built.image, committed.image])

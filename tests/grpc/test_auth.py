@@ -161,6 +161,7 @@ def _requests(instance_id: str) -> dict[str, Any]:
         # A snapshot is found by name in the caller's tenant: another's is not there.
         "DeleteSnapshot": pb.DeleteSnapshotRequest(name="theirs"),
         "CreateFromSnapshot": pb.CreateFromSnapshotRequest(name="theirs", new_id="box-from"),
+        "TemplateFromSnapshot": pb.TemplateFromSnapshotRequest(name="theirs"),
     }  # fmt: skip
 
 

@@ -14,6 +14,7 @@ import contextlib
 import logging
 import os
 import secrets
+import tempfile
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
@@ -805,6 +806,37 @@ class DockerBackend:
             duration_ms=int((time.monotonic() - started) * 1000),
             size_bytes=int(image.attrs.get("Size") or 0),
         )
+
+    async def template_from_snapshot(
+        self, name: str, tenant: str
+    ) -> AsyncIterator[str | TemplateInfo]:
+        """The snapshot's files in /workspace of its sandbox's image, built as
+        any template is (same checks, same content tag)."""
+        snapshot, volume = await _thread(
+            snapshots.find, self.client, self.settings.namespace, tenant, name
+        )
+        image = snapshots.image_of(volume)
+        folder = str(volume.attrs.get("Mountpoint") or "")
+        fd, name_of_context = tempfile.mkstemp(prefix="sandboxd-template-", suffix=".tar")
+        os.close(fd)
+        context = Path(name_of_context)
+
+        def make() -> None:
+            with contextlib.ExitStack() as stack:
+                files = (
+                    stack.enter_context(disk.image_folder(image))
+                    if image is not None
+                    else os.path.join(folder, shared_snapshots.FILES)
+                )
+                templates.snapshot_context(context, files, snapshot.options.image)
+
+        try:
+            await anyio.to_thread.run_sync(make)
+            async for part in self.build_template(context, "Dockerfile"):
+                yield part
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(context)
 
     async def _build(
         self, context: Path, dockerfile: str, tag: str, digest: str, network: bool

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import re
 import tarfile
 from collections.abc import Callable, Mapping
@@ -34,6 +35,7 @@ import docker
 import docker.errors
 
 from sandboxd.contract.errors import InvalidArgument
+from sandboxd.executor.identity import SANDBOX_GID, SANDBOX_UID
 
 #: The repository every template is tagged in; the tag is ``<namespace>-<digest>``.
 REPOSITORY = "sandboxd-template"
@@ -226,3 +228,17 @@ def check_needs(client: docker.DockerClient, tag: str, python: str) -> None:
 def _said(stderr: object) -> str:
     text = stderr.decode(errors="replace") if isinstance(stderr, bytes) else str(stderr or "")
     return text.strip()[-300:]
+
+
+def snapshot_context(out: Path, files: str, base: str) -> None:
+    """A build context that puts a snapshot's ``files`` in /workspace of ``base``:
+    a volume made empty for a new sandbox of the result is filled from the
+    image's /workspace by the engine, so the sandbox starts with them."""
+    dockerfile = (
+        f"FROM {base}\nCOPY --chown={SANDBOX_UID}:{SANDBOX_GID} workspace/ /workspace/\n"
+    ).encode()
+    with tarfile.open(out, mode="w", format=tarfile.PAX_FORMAT) as archive:
+        info = tarfile.TarInfo("Dockerfile")
+        info.size = len(dockerfile)
+        archive.addfile(info, io.BytesIO(dockerfile))
+        archive.add(files, arcname="workspace")  # recursive, names sorted

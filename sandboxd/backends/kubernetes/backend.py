@@ -741,6 +741,12 @@ class KubernetesBackend:
         raise unsupported("templates", self.name, "build the image with the engine's own tools")
         yield ""  # an async generator, as the port's
 
+    async def template_from_snapshot(
+        self, name: str, tenant: str
+    ) -> AsyncIterator[str | TemplateInfo]:
+        raise unsupported("templates", self.name, "build the image with the engine's own tools")
+        yield ""  # an async generator, as the port's
+
     async def workspace(self, instance_id: str) -> KubernetesWorkspace:
         workspace = self._workspaces.get(instance_id)
         if workspace is None:

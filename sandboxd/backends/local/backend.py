@@ -370,6 +370,12 @@ class LocalBackend:
         raise unsupported("templates", self.name, "build the image with the engine's own tools")
         yield ""  # an async generator, as the port's
 
+    async def template_from_snapshot(
+        self, name: str, tenant: str
+    ) -> AsyncIterator[str | TemplateInfo]:
+        raise unsupported("templates", self.name, "build the image with the engine's own tools")
+        yield ""  # an async generator, as the port's
+
     async def workspace(self, instance_id: str) -> LocalWorkspace:
         workspace = self._workspaces.get(instance_id)
         if workspace is not None:

@@ -202,6 +202,12 @@ class GetNetworkLogResponse(_message.Message):
     entries: _containers.RepeatedCompositeFieldContainer[NetworkDecision]
     def __init__(self, entries: _Optional[_Iterable[_Union[NetworkDecision, _Mapping]]] = ...) -> None: ...
 
+class TemplateFromSnapshotRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
 class BuildTemplateHeader(_message.Message):
     __slots__ = ("dockerfile",)
     DOCKERFILE_FIELD_NUMBER: _ClassVar[int]

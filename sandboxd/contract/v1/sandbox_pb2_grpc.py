@@ -517,6 +517,11 @@ class TemplatesStub:
                 request_serializer=sandboxd_dot_v1_dot_sandbox__pb2.BuildTemplateRequest.SerializeToString,
                 response_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.BuildTemplateResponse.FromString,
                 _registered_method=True)
+        self.TemplateFromSnapshot = channel.unary_stream(
+                '/sandboxd.v1.Templates/TemplateFromSnapshot',
+                request_serializer=sandboxd_dot_v1_dot_sandbox__pb2.TemplateFromSnapshotRequest.SerializeToString,
+                response_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.BuildTemplateResponse.FromString,
+                _registered_method=True)
 
 
 class TemplatesServicer:
@@ -536,12 +541,25 @@ class TemplatesServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def TemplateFromSnapshot(self, request, context):
+        """A template of a snapshot: its sandbox's image with the snapshot's files
+        in /workspace, which a new sandbox of that image starts with.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_TemplatesServicer_to_server(servicer, server):
     rpc_method_handlers = {
             'BuildTemplate': grpc.stream_stream_rpc_method_handler(
                     servicer.BuildTemplate,
                     request_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.BuildTemplateRequest.FromString,
+                    response_serializer=sandboxd_dot_v1_dot_sandbox__pb2.BuildTemplateResponse.SerializeToString,
+            ),
+            'TemplateFromSnapshot': grpc.unary_stream_rpc_method_handler(
+                    servicer.TemplateFromSnapshot,
+                    request_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.TemplateFromSnapshotRequest.FromString,
                     response_serializer=sandboxd_dot_v1_dot_sandbox__pb2.BuildTemplateResponse.SerializeToString,
             ),
     }
@@ -577,6 +595,33 @@ class Templates:
             target,
             '/sandboxd.v1.Templates/BuildTemplate',
             sandboxd_dot_v1_dot_sandbox__pb2.BuildTemplateRequest.SerializeToString,
+            sandboxd_dot_v1_dot_sandbox__pb2.BuildTemplateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def TemplateFromSnapshot(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/sandboxd.v1.Templates/TemplateFromSnapshot',
+            sandboxd_dot_v1_dot_sandbox__pb2.TemplateFromSnapshotRequest.SerializeToString,
             sandboxd_dot_v1_dot_sandbox__pb2.BuildTemplateResponse.FromString,
             options,
             channel_credentials,

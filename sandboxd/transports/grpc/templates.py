@@ -8,6 +8,7 @@ from typing import TypeAlias
 import grpc
 
 from sandboxd.contract import convert
+from sandboxd.contract.models import TemplateInfo
 from sandboxd.contract.v1 import sandbox_pb2 as pb
 from sandboxd.contract.v1 import sandbox_pb2_grpc as pb_grpc
 from sandboxd.service.sandbox_service import SandboxService
@@ -31,7 +32,17 @@ class TemplatesServicer(pb_grpc.TemplatesServicer):  # type: ignore[misc]
         async for part in self.service.build_template(
             header.dockerfile, client_stream_data(request)
         ):
-            if isinstance(part, str):
-                yield pb.BuildTemplateResponse(log=part)
-            else:
-                yield pb.BuildTemplateResponse(done=convert.template_to_pb(part))
+            yield _answer(part)
+
+    @streaming
+    async def TemplateFromSnapshot(
+        self, request: pb.TemplateFromSnapshotRequest, context: Context
+    ) -> AsyncIterator[pb.BuildTemplateResponse]:
+        async for part in self.service.template_from_snapshot(request.name):
+            yield _answer(part)
+
+
+def _answer(part: str | TemplateInfo) -> pb.BuildTemplateResponse:
+    if isinstance(part, str):
+        return pb.BuildTemplateResponse(log=part)
+    return pb.BuildTemplateResponse(done=convert.template_to_pb(part))
