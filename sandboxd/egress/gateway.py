@@ -383,6 +383,7 @@ class Gateway:
                     (flow.reader, flow.writer),
                     tls=tunnel and first[:1] == bytes((sni.HANDSHAKE,)),
                     initial=first,
+                    meter=self._meter,
                 )
                 return
             await self._pump(flow, live.host if tunnel else None)
@@ -408,6 +409,14 @@ class Gateway:
             with contextlib.suppress(Exception):
                 await flow.writer.wait_closed()
 
+    async def _meter(self, direction: str, size: int) -> None:
+        """Every relayed chunk, plain or intercepted: the byte-rate limit, then the counters."""
+        await self._rate.take(size)
+        if direction == "up":
+            self.counters.up += size
+        else:
+            self.counters.down += size
+
     async def _pump(self, flow: Flow, sni_host: str | None) -> None:
         """Relay both ways; first, when ``sni_host``, check a ClientHello's SNI."""
 
@@ -416,8 +425,7 @@ class Gateway:
             if sni_host is not None:
                 data = await _hello_for(flow, sni_host)
             while data:
-                await self._rate.take(len(data))
-                self.counters.up += len(data)
+                await self._meter("up", len(data))
                 flow.writer.write(data)
                 await flow.writer.drain()
                 data = await flow.client.read()
@@ -427,8 +435,7 @@ class Gateway:
         async def down() -> None:
             # Up to one pipe write's worth: each write is a round trip to the executor.
             while data := await flow.reader.read(MAX_WRITE):
-                await self._rate.take(len(data))
-                self.counters.down += len(data)
+                await self._meter("down", len(data))
                 await flow.client.write(data)
             await flow.client.shutdown_write()
 

@@ -26,7 +26,7 @@ import contextlib
 import logging
 import ssl
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -41,6 +41,10 @@ if TYPE_CHECKING:  # cryptography is the server extra's; the service imports the
 log = logging.getLogger(__name__)
 
 HANDSHAKE_TIMEOUT_S = 15.0
+#: The gateway's accounting of relayed plaintext ("up" to the host, "down" to the
+#: sandbox): its per-sandbox byte-rate limit and counters hold for intercepted
+#: connections as for plain ones.
+Meter = Callable[[str, int], Awaitable[None]]
 
 
 class Interceptor(Protocol):
@@ -58,6 +62,7 @@ class Interceptor(Protocol):
         *,
         tls: bool,
         initial: bytes = b"",
+        meter: Meter | None = None,
     ) -> None: ...
 
 
@@ -102,6 +107,7 @@ class SecretInterceptor:
         *,
         tls: bool,
         initial: bytes = b"",
+        meter: Meter | None = None,
     ) -> None:
         host = normal_host(host)
         upstream_stream: ByteStream = SocketStream(*upstream)
@@ -127,7 +133,9 @@ class SecretInterceptor:
                     await _answer_502(inner, f"sandboxd: TLS to {host} failed: {reason}\n")
                     return
                 upstream_stream = verified
-            await _pump_both(instance_id, host, inner, upstream_stream, self.book, pending, tls)
+            await _pump_both(
+                instance_id, host, inner, upstream_stream, self.book, pending, tls, meter
+            )
         except (ssl.SSLError, ConnectionError, asyncio.TimeoutError, HeaderError) as exc:
             log.info(
                 "egress %s: intercepted connection to %s ended: %s",
@@ -150,6 +158,7 @@ async def _pump_both(
     book: SecretBook,
     pending: bytes,
     tls: bool,
+    meter: Meter | None,
 ) -> None:
     # Looked up per connection: a secret removed since is no longer put in.
     replacements: Mapping[bytes, bytes] = book.for_host(instance_id, host)
@@ -161,6 +170,8 @@ async def _pump_both(
             if data:
                 out = rewriter.feed(data)
                 if out:
+                    if meter is not None:
+                        await meter("up", len(out))
                     await upstream.write(out)
             data = await sandbox.read()
             if not data:
@@ -169,6 +180,8 @@ async def _pump_both(
 
     async def inward() -> None:
         while data := await upstream.read():
+            if meter is not None:
+                await meter("down", len(data))
             await sandbox.write(data)
         await sandbox.shutdown_write()
 

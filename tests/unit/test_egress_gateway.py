@@ -381,6 +381,7 @@ async def test_an_interceptor_takes_the_flows_it_wants(
             *,
             tls: bool,
             initial: bytes = b"",
+            meter: object = None,
         ) -> None:
             taken.append((instance_id, host, port, tls))
             reader, writer = upstream

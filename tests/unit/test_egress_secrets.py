@@ -18,7 +18,7 @@ from sandboxd.contract.secrets import Secret, SecretValue, placeholder, validate
 from sandboxd.egress.book import SecretBook
 from sandboxd.egress.ca import CertificateAuthority
 from sandboxd.egress.headers import HeaderError, RequestRewriter
-from sandboxd.egress.intercept import SecretInterceptor
+from sandboxd.egress.intercept import Meter, SecretInterceptor
 from sandboxd.egress.tls import SocketStream
 
 pytestmark = [pytest.mark.unit]
@@ -232,14 +232,18 @@ class _Upstream:
 
 
 async def _intercepted(
-    interceptor: SecretInterceptor, port: int, tls: bool, client_ctx: ssl.SSLContext | None
+    interceptor: SecretInterceptor,
+    port: int,
+    tls: bool,
+    client_ctx: ssl.SSLContext | None,
+    meter: Meter | None = None,
 ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter, asyncio.Task[None]]:
     """The sandbox's client on one end of a socketpair, the interceptor on the other."""
     ours, theirs = socket.socketpair()
     sandbox = SocketStream(*await asyncio.open_connection(sock=ours))
     upstream = await asyncio.open_connection("127.0.0.1", port)
     task = asyncio.ensure_future(
-        interceptor.relay("sb", "api.test", port, sandbox, upstream, tls=tls)
+        interceptor.relay("sb", "api.test", port, sandbox, upstream, tls=tls, meter=meter)
     )
     reader, writer = await asyncio.open_connection(
         sock=theirs, ssl=client_ctx, server_hostname="api.test" if client_ctx else None
@@ -362,10 +366,15 @@ def test_plain_http_gets_the_same_replacement(
     interceptor, _, _ = world
     token = placeholder("sb", "TOKEN").encode()
 
+    metered = {"up": 0, "down": 0}
+
+    async def meter(direction: str, size: int) -> None:
+        metered[direction] += size
+
     async def run() -> list[bytes]:
         upstream = _Upstream(None)
         port = await upstream.start()
-        reader, writer, task = await _intercepted(interceptor, port, False, None)
+        reader, writer, task = await _intercepted(interceptor, port, False, None, meter)
         await _get(
             reader,
             writer,
@@ -379,6 +388,8 @@ def test_plain_http_gets_the_same_replacement(
 
     (seen,) = asyncio.run(run())
     assert b"Authorization: " + VALUE.encode() in seen
+    # The gateway's byte-rate limit and counters see intercepted bytes too.
+    assert metered["up"] == len(seen) and metered["down"] > len(b"echo:")
 
 
 def test_sandboxctl_secret_takes_the_value_from_the_environment(
