@@ -203,6 +203,8 @@ class Gateway:
                 await self._http(pipe)
         except asyncio.CancelledError:
             pass
+        except SandboxdError as exc:  # the sandbox's side went (closed, restarted, busy)
+            log.debug("egress %s: connection ended: %s", self.instance_id, exc)
         except Exception:  # one connection's surprise must not end the gateway
             log.exception("egress %s: connection failed", self.instance_id)
         finally:
