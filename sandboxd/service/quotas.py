@@ -21,7 +21,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from sandboxd.contract.errors import QuotaExceeded
+from sandboxd.contract.errors import InvalidArgument, QuotaExceeded
 from sandboxd.contract.models import QuotaUse, SandboxInfo, SandboxOptions, TenantUsage
 from sandboxd.service.scope import TENANT_LABEL
 from sandboxd.service.settings import ServiceSettings
@@ -55,12 +55,24 @@ class Quotas:
         self.settings = settings
         self._guards: dict[str, asyncio.Lock] = {}
         self._recent: dict[str, collections.deque[float]] = {}
+        known = {quota.name for quota in QUOTAS}
+        for tenant, limits in settings.tenant_quotas.items():
+            unknown = sorted(set(limits) - known)
+            if unknown or any(value < 0 for value in limits.values()):
+                raise InvalidArgument(
+                    f"tenant_quotas[{tenant!r}]: {', '.join(unknown) or 'a negative limit'} "
+                    f"is not a quota; use {', '.join(sorted(known))} (0 or more)"
+                )
 
     def guard(self, tenant: str) -> asyncio.Lock:
         return self._guards.setdefault(tenant, asyncio.Lock())
 
-    def limit(self, quota: Quota) -> float:
-        return float(getattr(self.settings, quota.setting))
+    def limit(self, quota: Quota, tenant: str) -> float:
+        """The tenant's own limit (SANDBOXD_TENANT_QUOTAS), else every tenant's."""
+        own = self.settings.tenant_quotas.get(tenant, {})
+        return float(
+            own[quota.name] if quota.name in own else getattr(self.settings, quota.setting)
+        )
 
     def use(
         self, tenant: str, sandboxes: Iterable[SandboxInfo], now: float, stored: int = 0
@@ -97,12 +109,14 @@ class Quotas:
 
     def _check(self, tenant: str, use: dict[str, float], asks: dict[str, float], what: str) -> None:
         for quota in QUOTAS:
-            limit = self.limit(quota)
+            limit = self.limit(quota, tenant)
             if quota.name in asks and limit and use[quota.name] + asks[quota.name] > limit:
+                own = quota.name in self.settings.tenant_quotas.get(tenant, {})
+                setting = "SANDBOXD_TENANT_QUOTAS" if own else f"SANDBOXD_{quota.setting.upper()}"
                 raise QuotaExceeded(
                     f"tenant {tenant!r} is at its {quota.name} quota: limit "
                     f"{_show(limit)}, in use {_show(use[quota.name])}, {what} asks "
-                    f"{_show(asks[quota.name])} (SANDBOXD_{quota.setting.upper()})"
+                    f"{_show(asks[quota.name])} ({setting})"
                 )
 
     def created(self, tenant: str, now: float | None = None) -> None:
@@ -124,7 +138,7 @@ class Quotas:
             found.append(
                 TenantUsage(
                     tenant,
-                    tuple(QuotaUse(q.name, use[q.name], self.limit(q)) for q in QUOTAS),
+                    tuple(QuotaUse(q.name, use[q.name], self.limit(q, tenant)) for q in QUOTAS),
                 )
             )
         return found

@@ -29,6 +29,12 @@ class ServiceSettings(WorkspaceSettings, EgressSettings):
         ge=1024,
         description="largest build context (the tar stream) BuildTemplate takes",
     )
+    tenant_quotas: dict[str, dict[str, float]] = Field(
+        default_factory=dict,
+        description="per-tenant quotas over the tenant_max_* ones, as JSON: "
+        '{"acme": {"sandboxes": 20, "disk_bytes": 107374182400}} (names as GetStatus shows '
+        "them: sandboxes, memory_bytes, cpus, disk_bytes, creates_per_minute; 0: none)",
+    )
     lifetime_check_interval_s: float = Field(
         1.0,
         gt=0,

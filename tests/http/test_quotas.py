@@ -13,7 +13,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from runtime_client import GrpcSandboxFactory, ResourceExhausted
+from runtime_client import GrpcSandboxFactory, InvalidArgument, ResourceExhausted
 from sandboxd.contract.models import SandboxOptions
 from sandboxd.daemon.assembly import Daemon
 from tests.http.conftest import ADMIN, base_url, make_settings
@@ -123,3 +123,35 @@ async def test_metrics_show_use_against_quota_per_tenant(quota_server: Daemon) -
             await anyio.sleep(0.1)
         assert samples[("sandboxd_tenant_quota", "acme", "sandboxes")] == 2
         assert samples[("sandboxd_tenant_use", "acme", "memory_bytes")] == GiB
+
+
+async def test_a_tenants_own_quota_wins_over_every_tenants(tmp_path: Path) -> None:
+    settings = make_settings(
+        tmp_path,
+        tenant_max_sandboxes=1,
+        tenant_quotas={"beta": {"sandboxes": 2}},
+        tcp="127.0.0.1:0",
+    )
+    assert settings.tokens_file is not None
+    settings.tokens_file.write_text(f"{ADMIN}\n{ACME} tenant=acme\n{BETA} tenant=beta\n")
+    server = Daemon(settings)
+    await server.start()
+    try:
+        target = f"127.0.0.1:{server.tcp_port}"
+        async with (
+            GrpcSandboxFactory(target, token=ACME) as acme,
+            GrpcSandboxFactory(target, token=BETA) as beta,
+        ):
+            await acme.create_sandbox("a1")
+            with pytest.raises(ResourceExhausted, match=r"limit 1, .*TENANT_MAX_SANDBOXES"):
+                await acme.create_sandbox("a2")
+            await beta.create_sandbox("b1")
+            await beta.create_sandbox("b2")
+            with pytest.raises(ResourceExhausted, match=r"limit 2, .*\(SANDBOXD_TENANT_QUOTAS\)"):
+                await beta.create_sandbox("b3")
+            (usage,) = (await beta.transport.get_status()).tenants
+            assert {q.name: q.limit for q in usage.quotas}["sandboxes"] == 2
+    finally:
+        await server.stop()
+    with pytest.raises(InvalidArgument, match=r"tenant_quotas\['x'\]: sandbox is not a quota"):
+        Daemon(make_settings(tmp_path, tenant_quotas={"x": {"sandbox": 1}}))
