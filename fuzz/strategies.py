@@ -129,6 +129,28 @@ LABELS = mostly(
 # --------------------------------------------------------------- lifecycle
 
 
+def network_policy() -> st.SearchStrategy[pb.NetworkPolicy]:
+    """Mostly good policies; modes a daemon does not know, rules that are not rules."""
+    return st.builds(
+        pb.NetworkPolicy,
+        mode=mostly(st.sampled_from([0, 1, 2]), st.sampled_from([3, 4, 99])),
+        allow=st.lists(mostly(st.sampled_from(["example.com", "*.a.test"]), WILD_TEXT), max_size=3),
+        deny=st.lists(WILD_TEXT, max_size=2),
+    )
+
+
+def set_network_policy() -> st.SearchStrategy[pb.SetNetworkPolicyRequest]:
+    return st.builds(pb.SetNetworkPolicyRequest, instance_id=INSTANCE_IDS, policy=network_policy())
+
+
+def get_network_log() -> st.SearchStrategy[pb.GetNetworkLogRequest]:
+    return st.builds(
+        pb.GetNetworkLogRequest,
+        instance_id=INSTANCE_IDS,
+        limit=mostly(st.sampled_from([0, 1, 1000]), st.integers(-(2**31), 2**31 - 1)),
+    )
+
+
 def options() -> st.SearchStrategy[pb.SandboxOptions]:
     return st.builds(
         pb.SandboxOptions,
@@ -144,17 +166,7 @@ def options() -> st.SearchStrategy[pb.SandboxOptions]:
         memory_bytes=mostly(st.just(0), INT64),
         cpus=mostly(st.just(0.0), st.floats(allow_nan=True, allow_infinity=True)),
         pids_limit=mostly(st.just(0), INT64),
-        network=st.one_of(
-            st.none(),
-            st.builds(
-                pb.NetworkPolicy,
-                mode=mostly(st.sampled_from([0, 1, 2]), st.sampled_from([3, 4, 99])),
-                allow=st.lists(
-                    mostly(st.sampled_from(["example.com", "*.a.test"]), WILD_TEXT), max_size=3
-                ),
-                deny=st.lists(WILD_TEXT, max_size=2),
-            ),
-        ),
+        network=st.one_of(st.none(), network_policy()),
         runtime=mostly(st.sampled_from([0, 1]), st.sampled_from([2, 3, 99])),
         labels=LABELS,
         idle_ttl_seconds=mostly(st.just(0), INT64),
@@ -513,4 +525,6 @@ RPCS: dict[str, st.SearchStrategy[Any]] = {
     "Grep": grep(),
     "Glob": glob(),
     "ExtendSandbox": extend_sandbox(),
+    "SetNetworkPolicy": set_network_policy(),
+    "GetNetworkLog": get_network_log(),
 }
