@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import secrets
 import socket
 import sys
@@ -72,6 +73,31 @@ async def _timed(n: int, get: Any) -> list[float]:
     return out
 
 
+def _cpu_s(pid: int) -> float:
+    """CPU seconds a process (all its threads) has used."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class _Cpu:
+    """CPU per GET of the daemon and of this process (the client, and the
+    forwarder of a forwarded port): steadier than wall time on a busy host."""
+
+    def __init__(self, daemon_pid: int) -> None:
+        self._pid = daemon_pid
+        self.per_get: dict[str, list[float]] = {}
+
+    async def timed(self, name: str, n: int, get: Any) -> list[float]:
+        daemon, own = _cpu_s(self._pid), time.process_time()
+        seconds = await _timed(n, get)
+        self.per_get[name] = [
+            round((_cpu_s(self._pid) - daemon) / n * 1000, 3),
+            round((time.process_time() - own) / n * 1000, 3),
+        ]
+        return seconds
+
+
 async def _inside(box: Sandbox, n: int, path: str) -> list[float]:
     result = await box.exec(["python3", "-c", INSIDE, str(n), path, str(PORT)], timeout_ms=600_000)
     return [float(s) for s in json.loads(result.stdout)]
@@ -96,15 +122,18 @@ async def measure(res: Resources, n: int = 200, big_n: int = 3) -> dict[str, Any
             await asyncio.sleep(0.1)
         prefix = f"/v1/sandboxes/ports/ports/{PORT}"
         results: dict[str, Any] = {}
+        cpu = _Cpu(daemon.pid)
         async with box.forward_port(PORT) as forward:
             await _timed(10, lambda: _get(forward.port, "/index.html"))  # warm-up
             await _timed(10, lambda: _get(http_port, f"{prefix}/index.html", auth))
             results["small_inside"] = summarize(await _inside(box, n, "/index.html"))
             results["small_forward"] = summarize(
-                await _timed(n, lambda: _get(forward.port, "/index.html"))
+                await cpu.timed("small_forward", n, lambda: _get(forward.port, "/index.html"))
             )
             results["small_preview"] = summarize(
-                await _timed(n, lambda: _get(http_port, f"{prefix}/index.html", auth))
+                await cpu.timed(
+                    "small_preview", n, lambda: _get(http_port, f"{prefix}/index.html", auth)
+                )
             )
             for name, get in (
                 ("inside", None),
@@ -113,9 +142,10 @@ async def measure(res: Resources, n: int = 200, big_n: int = 3) -> dict[str, Any
             ):
                 seconds = (
                     await _inside(box, big_n, "/big.bin") if get is None
-                    else await _timed(big_n, get)
+                    else await cpu.timed(f"big_{name}", big_n, get)
                 )  # fmt: skip
                 results[f"big_{name}_mb_s"] = round(BIG / (1 << 20) / min(seconds), 1)
+        results["cpu_ms"] = cpu.per_get
         await box.delete()
     daemon.stop()
     return results
@@ -136,13 +166,21 @@ def evaluate(ports: dict[str, Any]) -> list[Target]:
 
 
 def render(ports: dict[str, Any]) -> str:
+    cpu = ports.get("cpu_ms") or {}
+
     def row(name: str, key: str, mb: str) -> str:
         summary: Summary = ports[key]
-        return f"  {name:<26} {summary.p50:7.2f} / {summary.p95:7.2f}    {ports[mb]:7.1f}"
+        line = f"  {name:<26} {summary.p50:7.2f} / {summary.p95:7.2f}    {ports[mb]:7.1f}"
+        kind = key.removeprefix("small_")
+        if f"small_{kind}" in cpu and f"big_{kind}" in cpu:
+            small, big = cpu[f"small_{kind}"], cpu[f"big_{kind}"]
+            line += f"    {small[0]:5.2f} / {small[1]:5.2f}    {big[0]:5.0f} / {big[1]:5.0f}"
+        return line
 
     return "\n".join(
         [
-            "Ports (small GET ms p50 / p95, fresh connection each; 100 MiB GET MB/s)",
+            "Ports (small GET ms p50 / p95, fresh connection each; 100 MiB GET MB/s;",
+            "CPU ms per small GET and per 100 MiB GET: daemon / client process with its forwarder)",
             row("inside the sandbox (floor)", "small_inside", "big_inside_mb_s"),
             row("through a forwarded port", "small_forward", "big_forward_mb_s"),
             row("through the HTTP preview", "small_preview", "big_preview_mb_s"),
