@@ -14,12 +14,12 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import Protocol
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from typing import Any, Protocol
 
 from sandboxd.backends.shared.pipes import Listener, Pipe
-from sandboxd.contract.errors import SandboxdError
-from sandboxd.egress.gateway import DecisionLog, Gateway, Policies
+from sandboxd.contract.errors import Conflict, SandboxdError
+from sandboxd.egress.gateway import LISTENERS, DecisionLog, Gateway, Policies
 from sandboxd.egress.intercept import Interceptor
 from sandboxd.egress.limits import Limits
 from sandboxd.egress.resolver import Resolver
@@ -31,10 +31,14 @@ log = logging.getLogger(__name__)
 
 #: After a gateway could not listen (the workload holds the port), wait this long to retry.
 RETRY_S = 5.0
+#: ``ready`` waits at most this long for a gateway's listeners.
+READY_TIMEOUT_S = 5.0
 
 
 class Accepting(Protocol):
     """A live workspace, as far as the gateway needs it."""
+
+    async def call(self, op: str, args: Mapping[str, Any]) -> dict[str, Any]: ...
 
     def accept_pipes(self, listeners: Sequence[Listener]) -> AsyncIterator[tuple[str, Pipe]]: ...
 
@@ -59,6 +63,7 @@ class Gateways:
         self.interceptor = interceptor
         self._own = own
         self._running: dict[str, tuple[Gateway, asyncio.Task[None]]] = {}
+        self._workspaces: dict[str, Accepting] = {}
         self._failed: dict[str, float] = {}
         self._attaching: dict[str, asyncio.Task[None]] = {}
 
@@ -103,7 +108,41 @@ class Gateways:
         if workspace is not None and self._wanted(instance_id) and not self.gateway(instance_id):
             self._start(instance_id, workspace)
 
+    async def ready(self, instance_id: str) -> None:
+        """Return once the sandbox's proxies listen, if it should have them (bounded).
+
+        The service awaits this before it answers a create or a policy change,
+        so a workload started right after finds its proxy, not a refused port.
+        """
+        attaching = self._attaching.get(instance_id)
+        if attaching is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(attaching), READY_TIMEOUT_S)
+        workspace = self._workspaces.get(instance_id)
+        if workspace is None or self.gateway(instance_id) is None:
+            return
+        wanted = {(x.host, x.port) for x in LISTENERS}
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while time.monotonic() < deadline and self.gateway(instance_id) is not None:
+            try:
+                listed = await workspace.call("ports_list", {})
+            except SandboxdError:
+                return
+            if wanted <= {(p.get("host"), p.get("port")) for p in listed.get("ports", ())}:
+                return
+            await asyncio.sleep(0.01)
+        log.warning("egress %s: the proxies did not listen in time", instance_id)
+
+    async def restarted(self, instance_id: str) -> None:
+        """The sandbox's executor started afresh: a new gateway for it, listening on return."""
+        await self.stop(instance_id)
+        self._failed.pop(instance_id, None)
+        if self._wanted(instance_id):
+            await self._attach_and_start(instance_id)
+            await self.ready(instance_id)
+
     def _start(self, instance_id: str, workspace: Accepting) -> None:
+        self._workspaces[instance_id] = workspace
         gateway = Gateway(
             instance_id,
             workspace.accept_pipes,
@@ -122,12 +161,14 @@ class Gateways:
     async def _serve(self, instance_id: str, gateway: Gateway) -> None:
         try:
             await gateway.serve()
-            self._failed[instance_id] = time.monotonic()  # the workspace went: not at once again
         except asyncio.CancelledError:
             raise
-        except SandboxdError as exc:
-            # The executor went (stop, restart) or could not listen: seen() starts it again.
+        except Conflict as exc:
+            # The workload holds the port: try again later, not on every call.
             self._failed[instance_id] = time.monotonic()
+            log.warning("egress %s: gateway cannot listen: %s", instance_id, exc)
+        except SandboxdError as exc:
+            # The executor went (stop, restart): seen() starts a new one with the next call.
             log.info("egress %s: gateway ended: %s", instance_id, exc)
         except Exception:
             self._failed[instance_id] = time.monotonic()
@@ -138,6 +179,7 @@ class Gateways:
                 del self._running[instance_id]
 
     def _stop_soon(self, instance_id: str) -> None:
+        self._workspaces.pop(instance_id, None)
         entry = self._running.pop(instance_id, None)
         self._failed.pop(instance_id, None)
         if entry is not None:

@@ -67,6 +67,7 @@ class Lifecycle(Lifetimes):
             await secrets.deliver(self.secrets, workspace, instance_id, requested.secrets)
         info = await (self._note_created(info) if created else self._described(info))
         self.network.set(instance_id, info.options.network or NetworkPolicy())
+        await self.gateways.ready(instance_id)
         return info, created
 
     @contextlib.asynccontextmanager
@@ -130,7 +131,10 @@ class Lifecycle(Lifetimes):
 
     async def restart_sandbox(self, instance_id: str) -> SandboxInfo:
         await self._owned(instance_id)
-        return await self._described(await self.backend.restart(instance_id))
+        info = await self._described(await self.backend.restart(instance_id))
+        # The executor is new: so is its gateway, listening before this returns.
+        await self.gateways.restarted(instance_id)
+        return info
 
     async def fork_sandbox(
         self, source_id: str, new_id: str, options: SandboxOptions | None = None
@@ -167,6 +171,7 @@ class Lifecycle(Lifetimes):
         self.forget_sandbox(new_id)
         forked = await self._note_created(result.sandbox)
         self.network.set(new_id, forked.options.network or NetworkPolicy())
+        await self.gateways.ready(new_id)
         return dataclasses.replace(result, sandbox=forked)
 
     async def get_status(self) -> ServerStatus:

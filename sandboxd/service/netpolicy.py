@@ -39,6 +39,7 @@ class NetworkPolicies(Lifetimes):
         notes.update({CREATED: str(info.created_at_ms), NETWORK: json.dumps(policy.to_json())})
         await self.backend.write_marks(instance_id, notes)
         self.network.set(instance_id, policy)
+        await self.gateways.ready(instance_id)
         return described(info, notes, now)
 
     async def network_log(self, instance_id: str, limit: int = 0) -> list[NetworkDecision]:

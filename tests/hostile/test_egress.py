@@ -415,7 +415,10 @@ for _ in range(1000):
         s = socket.create_connection(("127.0.0.1", 3128), timeout=20)
         s.sendall(b"CONNECT allowed.test:7 HTTP/1.1\r\n\r\n")
         s.settimeout(20)
-        seen[s.recv(12).decode()[9:12] or "closed"] += 1
+        answer = s.recv(12).decode()[9:12] or "closed"
+        seen[answer] += 1
+        if answer == "200":
+            s.sendall(b"x")  # a first byte (not TLS): no wait for a ClientHello to cut it
         held.append(s)
     except OSError as exc:
         seen[type(exc).__name__] += 1
@@ -493,6 +496,28 @@ async def test_git_clone_through_an_allow_rule_and_refused_without(box: Sandbox)
     assert (code, out) == (0, "through the gateway\n"), out
     code, out = await _sh(box, "git clone -q http://denied.test/repo.git r2 2>&1")
     assert code != 0 and "403" in out, out
+
+
+async def test_the_proxy_listens_when_create_and_restart_return(
+    box: Sandbox, egress_daemon: Daemon, box_id: str
+) -> None:
+    """A workload started right after a create (or a restart) finds its proxy:
+    the service answers once the gateway listens (``Gateways.ready``). With that
+    wait removed this passed twice all the same (curl's start outlasts the
+    listen): the wait turns a race usually won into a certainty."""
+    options = SandboxOptions(network=POLICY)
+    async with GrpcSandboxFactory(egress_daemon.target, options=options) as factory:
+        fresh = await factory.create_sandbox(f"{box_id}-fresh")
+        try:
+            code, out = await _sh(fresh, "curl -sS http://allowed.test/hello.txt 2>&1")
+            assert (code, out) == (0, "hello from the test host\n")
+        finally:
+            await fresh.delete()
+    await box.restart()
+    code, out = await _sh(box, "curl -sS http://allowed.test/hello.txt 2>&1")
+    assert (code, out) == (0, "hello from the test host\n")
+    for name, text in (("probe.py", PROBE), ("hello.py", HELLO)):  # /workspace stays; be sure
+        await box.write_file(name, text.encode())
 
 
 async def test_the_gateway_comes_back_after_a_daemon_restart(
