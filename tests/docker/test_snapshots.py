@@ -59,6 +59,16 @@ async def test_snapshot_change_restore_three_times_across_daemon_restarts(
         assert other.method in {"copy", "reflink"}
         assert await tree(Sandbox(factory.transport, "snap-big")) == first
         await factory.transport.delete_sandbox("snap-big")
+        # A copy a killed daemon left unfinished (a volume without its note) is
+        # removed by the next start, the finished one kept.
+        docker_client.volumes.create(
+            name=f"sandboxd-{namespace}--snap-unfinished",
+            labels={labels.MANAGED: "true", labels.NAMESPACE: namespace, NAME: "half"},
+        )
+        await restart()
+        names = [v.name for v in docker_client.volumes.list(filters={"label": NAME})]
+        assert f"sandboxd-{namespace}--snap-unfinished" not in names
+        assert [s.name for s in await factory.transport.list_snapshots()] == ["s-0"]
         # Kept by the engine as labelled volumes (and images): none left once deleted.
         where = {"label": [f"{labels.NAMESPACE}={namespace}", NAME]}
         (volume,) = docker_client.volumes.list(filters=where)

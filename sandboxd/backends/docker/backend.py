@@ -117,6 +117,10 @@ class DockerBackend:
         await self._remove_stale_pool()
         await self._check_disks()
         await self._reattach_disks()
+        for name in await _thread(
+            snapshots.remove_unfinished, self.client, self.settings.namespace
+        ):
+            log.info("removed snapshot volume %s: its copy never finished", name)
         adopted = await self._adopt()
         log.info("docker backend ready: adopted %d workspace(s)", adopted)
         self.pool.start()

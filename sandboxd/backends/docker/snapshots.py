@@ -104,3 +104,16 @@ def find(
         if info is not None:
             return info, volume
     raise shared.unknown(name)
+
+
+def remove_unfinished(client: docker.DockerClient, namespace: str) -> list[str]:
+    """Remove the snapshot volumes (and images) whose copy never finished: a
+    daemon stopped half-way. Run at start, before any snapshot is taken (one
+    daemon per namespace on an engine). Returns their names."""
+    removed = []
+    wanted = [f"{labels.NAMESPACE}={namespace}", NAME]
+    for volume in client.volumes.list(filters={"label": wanted}):
+        if _note(volume) is None:
+            remove(volume)
+            removed.append(str(volume.name))
+    return removed
