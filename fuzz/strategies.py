@@ -151,6 +151,25 @@ def get_network_log() -> st.SearchStrategy[pb.GetNetworkLogRequest]:
     )
 
 
+#: Snapshot names: a few that CreateSnapshot makes and the others find, and bad ones.
+SNAPSHOT_NAMES = mostly(st.sampled_from(["fz-s1", "fz-s2"]), _OTHER_IDS)
+
+
+def create_snapshot() -> st.SearchStrategy[pb.CreateSnapshotRequest]:
+    return st.builds(pb.CreateSnapshotRequest, instance_id=INSTANCE_IDS, name=SNAPSHOT_NAMES)
+
+
+def restore_snapshot() -> st.SearchStrategy[pb.RestoreSnapshotRequest]:
+    # Never onto the known instances: their seeded files are other RPCs' to find.
+    return st.builds(pb.RestoreSnapshotRequest, instance_id=DELETABLE_IDS, name=SNAPSHOT_NAMES)
+
+
+def create_from_snapshot() -> st.SearchStrategy[pb.CreateFromSnapshotRequest]:
+    return st.builds(
+        pb.CreateFromSnapshotRequest, name=SNAPSHOT_NAMES, new_id=DELETABLE_IDS, options=options()
+    )
+
+
 def options() -> st.SearchStrategy[pb.SandboxOptions]:
     return st.builds(
         pb.SandboxOptions,
@@ -527,4 +546,9 @@ RPCS: dict[str, st.SearchStrategy[Any]] = {
     "ExtendSandbox": extend_sandbox(),
     "SetNetworkPolicy": set_network_policy(),
     "GetNetworkLog": get_network_log(),
+    "CreateSnapshot": create_snapshot(),
+    "ListSnapshots": st.just(pb.ListSnapshotsRequest()),
+    "DeleteSnapshot": st.builds(pb.DeleteSnapshotRequest, name=SNAPSHOT_NAMES),
+    "RestoreSnapshot": restore_snapshot(),
+    "CreateFromSnapshot": create_from_snapshot(),
 }
