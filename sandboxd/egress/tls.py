@@ -15,6 +15,8 @@ import ssl
 from typing import Protocol
 
 READ_SIZE = 64 * 1024
+#: Most plaintext one ``TlsStream.read`` returns (a sandbox pipe's largest write).
+BATCH = 256 * 1024
 
 
 class ByteStream(Protocol):
@@ -37,7 +39,7 @@ class SocketStream:
         self._writer = writer
 
     async def read(self) -> bytes:
-        return await self._reader.read(READ_SIZE)
+        return await self._reader.read(BATCH)
 
     async def write(self, data: bytes) -> None:
         self._writer.write(data)
@@ -100,14 +102,31 @@ class TlsStream:
             except (ssl.SSLZeroReturnError, ssl.SSLEOFError):
                 return b""
             await self._flush()
-            return data
+            return self._more(data)
+
+    def _more(self, first: bytes) -> bytes:
+        """``first`` and every further whole record already received, up to
+        ``BATCH``: one read of the raw stream carries several TLS records (16 KiB
+        each at most), and each write towards a sandbox is a round trip."""
+        parts, size = [first], len(first)
+        while size < BATCH:
+            try:
+                more = self._tls.read(BATCH - size)
+            except ssl.SSLError:  # no whole record left (or the end: the next read says)
+                break
+            if not more:
+                break
+            parts.append(more)
+            size += len(more)
+        return b"".join(parts) if len(parts) > 1 else first
 
     async def write(self, data: bytes) -> None:
+        # All of it into records, then one write of the raw stream.
         view = memoryview(data)
         while view:
             written = self._tls.write(view[:READ_SIZE])
             view = view[written:]
-            await self._flush()
+        await self._flush()
 
     async def shutdown_write(self) -> None:
         # close_notify is queued; the peer's own need not be waited for.
