@@ -30,7 +30,7 @@ from sandboxd.egress import sni, socks
 from sandboxd.egress.buffered import Buffered
 from sandboxd.egress.http_head import MAX_HEAD, parse_head
 from sandboxd.egress.intercept import Interceptor
-from sandboxd.egress.limits import Limits, RateLimiter
+from sandboxd.egress.limits import Limits, LoopPacer, RateLimiter
 from sandboxd.egress.resolver import Resolver
 from sandboxd.egress.rules import Address, Decision, Policy, Ruleset, normalize_host
 
@@ -132,8 +132,10 @@ class Gateway:
         limits: Limits,
         interceptor: Interceptor | None = None,
         own: frozenset[Address] | None = None,
+        pacer: LoopPacer | None = None,
     ) -> None:
         self.instance_id = instance_id
+        self._pacer = pacer
         self._accept = accept
         self._policies = policies
         self._decisions = decisions
@@ -412,7 +414,10 @@ class Gateway:
                 await flow.writer.wait_closed()
 
     async def _meter(self, direction: str, size: int) -> None:
-        """Every relayed chunk, plain or intercepted: the byte-rate limit, then the counters."""
+        """Every relayed chunk, plain or intercepted: the loop's pace, the byte-rate
+        limit, then the counters."""
+        if self._pacer is not None:
+            await self._pacer.pace(self.instance_id)
         await self._rate.take(size)
         if direction == "up":
             self.counters.up += size

@@ -21,7 +21,7 @@ from sandboxd.backends.shared.pipes import Listener, Pipe
 from sandboxd.contract.errors import Conflict, SandboxdError
 from sandboxd.egress.gateway import LISTENERS, DecisionLog, Gateway, Policies
 from sandboxd.egress.intercept import Interceptor
-from sandboxd.egress.limits import Limits
+from sandboxd.egress.limits import Limits, LoopPacer
 from sandboxd.egress.resolver import Resolver
 from sandboxd.egress.rules import Address, Policy
 
@@ -62,6 +62,8 @@ class Gateways:
         self._attach = attach
         self.interceptor = interceptor
         self._own = own
+        #: One for all the daemon's gateways: the loop they share.
+        self._pacer = LoopPacer()
         self._running: dict[str, tuple[Gateway, asyncio.Task[None]]] = {}
         self._workspaces: dict[str, Accepting] = {}
         self._failed: dict[str, float] = {}
@@ -152,6 +154,7 @@ class Gateways:
             self._limits,
             interceptor=self.interceptor,
             own=self._own,
+            pacer=self._pacer,
         )
         task = asyncio.get_running_loop().create_task(
             self._serve(instance_id, gateway), name=f"egress-gateway-{instance_id}"
@@ -193,6 +196,7 @@ class Gateways:
                 await entry[1]
 
     async def close(self) -> None:
+        self._pacer.close()
         for task in list(self._attaching.values()):
             task.cancel()
         for instance_id in list(self._running):

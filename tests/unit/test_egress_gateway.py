@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import ssl
 import struct
+import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from ipaddress import ip_address
@@ -21,7 +22,7 @@ import pytest
 from sandboxd.backends.shared.pipes import Listener
 from sandboxd.contract.network import NetworkDecision, NetworkPolicy
 from sandboxd.egress.gateway import Gateway
-from sandboxd.egress.limits import Limits
+from sandboxd.egress.limits import Limits, LoopPacer
 from sandboxd.egress.resolver import HostsResolver
 
 pytestmark = pytest.mark.anyio
@@ -395,3 +396,22 @@ async def test_an_interceptor_takes_the_flows_it_wants(
         pipe.send(b"GET http://allowed.test:8765/ HTTP/1.1\r\nAuthorization: PLACEHOLDER\r\n\r\n")
         assert b"Authorization: real" in await pipe.recv_all()
         assert taken == [("box", "allowed.test", 8765, False)]
+
+
+async def test_the_pacer_holds_relays_back_only_when_several_sandboxes_relay() -> None:
+    pacer = LoopPacer(threshold_s=0.001)
+    try:
+        await pacer.pace("a")
+        pacer.lag = 0.02  # the loop runs 20 ms late
+        started = time.monotonic()
+        for _ in range(5):
+            await pacer.pace("a")  # one sandbox alone: never held
+        assert time.monotonic() - started < 0.02
+        pacer.lag = 0.02
+        await pacer.pace("b")
+        started = time.monotonic()
+        pacer.lag = 0.02
+        await pacer.pace("a")  # two relaying: each chunk waits twice the lag
+        assert time.monotonic() - started >= 0.035
+    finally:
+        pacer.close()
