@@ -178,3 +178,20 @@ def test_the_relay_says_when_there_is_no_executor(tmp_path: Path) -> None:
     _, err = relay.communicate(b"", timeout=30)
     assert relay.returncode == NO_EXECUTOR
     assert b"no executor socket" in err
+
+
+@pytest.mark.anyio
+async def test_snapshots_and_templates_say_they_are_not_supported_and_count_nothing() -> None:
+    from sandboxd.backends.kubernetes.backend import KubernetesBackend
+    from sandboxd.contract.errors import InvalidArgument
+
+    backend = KubernetesBackend(Settings(backend="kubernetes"))
+    # Listing answers (empty): a tenant's create and GetStatus count snapshots' bytes.
+    assert list(await backend.snapshots("acme")) == []
+    with pytest.raises(InvalidArgument, match="named snapshots are not supported on the kub"):
+        await backend.snapshot("a", "s", "acme")
+    with pytest.raises(InvalidArgument, match="named snapshots are not supported"):
+        await backend.restore("a", "s", "acme")
+    with pytest.raises(InvalidArgument, match="templates are not supported on the kubernetes"):
+        async for _ in backend.build_template(Path("/nonexistent"), "Dockerfile"):
+            pass

@@ -727,7 +727,9 @@ class KubernetesBackend:
         raise shared_snapshots.unsupported(self.name)
 
     async def snapshots(self, tenant: str) -> Sequence[SnapshotInfo]:
-        raise shared_snapshots.unsupported(self.name)
+        # None kept here: ListSnapshots is empty and the disk quota counts none
+        # (a refusal here would refuse every tenant's create and GetStatus).
+        return []
 
     async def delete_snapshot(self, name: str, tenant: str) -> None:
         raise shared_snapshots.unsupported(self.name)
