@@ -7,7 +7,8 @@ executor writes, as root into its state folder (readable, not writable, by
 the sandbox user), the CA alone and a bundle of the image's own trust plus
 the CA, and names them in the workload's environment with every variable the
 usual TLS stacks read (OpenSSL and Python's ssl, requests, curl, git, pip,
-node). A sandbox's own env wins over these (it may point elsewhere).
+node; wget through a ``WGETRC`` of its own). A sandbox's own env wins over
+these (it may point elsewhere).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ SYSTEM_BUNDLES = (
 )
 CA_FILE = "egress-ca.pem"
 BUNDLE_FILE = "ca-bundle.pem"
+#: wget (GnuTLS) reads no variable naming a bundle, only its startup file.
+WGETRC_FILE = "wgetrc"
 #: Variables naming a whole bundle, and the one (node's) that adds to its own.
 BUNDLE_VARIABLES = (
     "SSL_CERT_FILE",
@@ -49,10 +52,13 @@ def install(state_dir: str, ca_pem: str) -> dict[str, str]:
         system += "\n"
     ca_path = os.path.join(state_dir, CA_FILE)
     bundle_path = os.path.join(state_dir, BUNDLE_FILE)
+    wgetrc_path = os.path.join(state_dir, WGETRC_FILE)
     _write(ca_path, ca_pem)
     _write(bundle_path, system + ca_pem)
+    _write(wgetrc_path, f"ca_certificate = {bundle_path}\n")
     env = dict.fromkeys(BUNDLE_VARIABLES, bundle_path)
     env.update(dict.fromkeys(EXTRA_VARIABLES, ca_path))
+    env["WGETRC"] = wgetrc_path
     return env
 
 

@@ -231,6 +231,16 @@ async def test_secret_arrives_as_the_value_and_the_sandbox_holds_no_trace(
             f'https://allowed.test:{HTTPS_PORT}/a --next -o /dev/null -X POST -d "b=$TOKEN" '
             f'-H "Authorization: Bearer $TOKEN" https://allowed.test:{HTTPS_PORT}/b'
         )
+        # Other TLS stacks trust the daemon's CA through the same bundle: Python, wget.
+        await sh(
+            'python3 -c "import os, urllib.request as u; u.urlopen(u.Request('
+            f"'https://allowed.test:{HTTPS_PORT}/python', "
+            "headers={'Authorization': 'Bearer ' + os.environ['TOKEN']}))\""
+        )
+        await sh(
+            f'wget -q -O /dev/null --header "Authorization: Bearer $TOKEN" '
+            f"https://allowed.test:{HTTPS_PORT}/wget"
+        )
         # Plain HTTP to the secret's host: replaced too; to another host: unchanged.
         await sh(
             f'curl -sS -o /dev/null -H "Authorization: $TOKEN" http://allowed.test:{HTTP_PORT}/plain'
@@ -242,6 +252,7 @@ async def test_secret_arrives_as_the_value_and_the_sandbox_holds_no_trace(
         assert seen["/must-show"]["auth"] == f"Bearer {value}"
         assert seen["/a"]["auth"] == f"Bearer {value}-f"
         assert seen["/b"]["auth"] == f"Bearer {value}" and seen["/b"]["body"] == f"b={token}"
+        assert seen["/python"]["auth"] == seen["/wget"]["auth"] == f"Bearer {value}"
         assert seen["/plain"]["auth"] == value
         assert seen["/other"]["auth"] == token
 

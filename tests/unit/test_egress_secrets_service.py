@@ -102,6 +102,9 @@ def test_hello_gives_the_workload_a_bundle_with_the_daemon_ca(tmp_path: Path) ->
         assert bundle.startswith(Path(system).read_text()[:200])
     assert Path(ex.base_env["NODE_EXTRA_CA_CERTS"]).read_text() == ca.cert_pem.decode()
     assert ex.base_env["GIT_SSL_CAINFO"] == ex.base_env["SSL_CERT_FILE"]
+    assert Path(ex.base_env["WGETRC"]).read_text() == (
+        f"ca_certificate = {ex.base_env['SSL_CERT_FILE']}\n"
+    )
     assert ex.base_env["CURL_CA_BUNDLE"] == "/mine.pem"  # the sandbox's own env wins
     # Without a CA in the state folder hello carries none.
     (state / EGRESS_CA_CERT).unlink()
