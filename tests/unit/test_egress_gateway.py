@@ -22,7 +22,7 @@ import pytest
 from sandboxd.backends.shared.pipes import Listener
 from sandboxd.contract.network import NetworkDecision, NetworkPolicy
 from sandboxd.egress.gateway import Gateway
-from sandboxd.egress.limits import Limits, LoopPacer
+from sandboxd.egress.limits import Limits, LoopPacer, RateLimiter
 from sandboxd.egress.resolver import HostsResolver
 
 pytestmark = pytest.mark.anyio
@@ -415,3 +415,16 @@ async def test_the_pacer_holds_relays_back_only_when_several_sandboxes_relay() -
         assert time.monotonic() - started >= 0.035
     finally:
         pacer.close()
+
+
+async def test_the_byte_rate_limit_holds_a_sandbox_to_its_rate() -> None:
+    limiter = RateLimiter(10_000)  # bytes per second, one second of burst
+    started = time.monotonic()
+    await limiter.take(10_000)  # the burst: at once
+    assert time.monotonic() - started < 0.05
+    await limiter.take(5_000)  # half a second more
+    assert 0.4 <= time.monotonic() - started < 1.0
+    unlimited = RateLimiter(0)
+    started = time.monotonic()
+    await unlimited.take(1 << 30)
+    assert time.monotonic() - started < 0.05
