@@ -63,6 +63,21 @@ async def test_open_port_reaches_a_server_and_half_closes(factory: GrpcSandboxFa
     await box.delete()
 
 
+async def test_open_port_carries_the_first_bytes(factory: GrpcSandboxFactory) -> None:
+    # They go in OpenPort's first message; the daemon sends them with the connect.
+    box = await factory.create_sandbox("ports-first")
+    port = free_port()
+    await start_http_server(box, port)
+    conn = await box.open_port(port, data=b"GET /index.html HTTP/1.0\r\n\r\n")
+    await conn.shutdown_write()
+    answer = bytearray()
+    while chunk := await conn.read():
+        answer += chunk
+    assert answer.startswith(b"HTTP/1.0 200 OK")
+    await conn.close()
+    await box.delete()
+
+
 async def test_forward_port_serves_many_connections_at_once(
     factory: GrpcSandboxFactory,
 ) -> None:

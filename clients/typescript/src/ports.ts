@@ -33,6 +33,14 @@ export interface RawPortOutput {
 
 type Open = () => grpc.ClientDuplexStream<object, RawPortOutput>;
 
+/**
+ * How long a new connection's first bytes are waited for before its stream
+ * opens: they go with the open (a client that speaks first, as HTTP does,
+ * saves a round trip to the sandbox). A server that speaks first waits this
+ * once per connection. As runtime_client's forwarder.
+ */
+export const FIRST_BYTES_WAIT_MS = 2;
+
 function relay(open: Open, socket: Socket, instanceId: string, port: number, host: string): () => void {
   const call = open();
   let opened = false;
@@ -40,7 +48,6 @@ function relay(open: Open, socket: Socket, instanceId: string, port: number, hos
     call.cancel();
     socket.destroy();
   };
-  call.write({ instanceId, port, host });
   call.on('data', (message: RawPortOutput) => {
     if (message.opened) {
       opened = true;
@@ -59,19 +66,45 @@ function relay(open: Open, socket: Socket, instanceId: string, port: number, hos
   call.on('end', () => {
     if (!opened) socket.destroy();
   });
-  socket.pause(); // until the stream is open
-  socket.on('data', (chunk: Buffer) => {
-    if (!call.write({ data: chunk })) {
-      socket.pause();
-      call.once('drain', () => socket.resume());
-    }
-  });
-  socket.on('end', () => {
-    call.write({ closeWrite: true });
-    call.end();
-  });
   socket.on('error', reset);
   socket.on('close', () => call.cancel());
+  const endWrite = (): void => {
+    call.write({ closeWrite: true });
+    call.end();
+  };
+  // The first bytes (or none, after the wait) go with the open; the rest
+  // wait (paused) until the stream is open.
+  const early: Buffer[] = [];
+  let earlyEnd = false;
+  let started = false;
+  const start = (): void => {
+    if (started) return;
+    started = true;
+    clearTimeout(timer);
+    socket.off('data', onEarlyData);
+    socket.off('end', onEarlyEnd);
+    socket.pause();
+    call.write({ instanceId, port, host, data: Buffer.concat(early) });
+    socket.on('data', (chunk: Buffer) => {
+      if (!call.write({ data: chunk })) {
+        socket.pause();
+        call.once('drain', () => socket.resume());
+      }
+    });
+    socket.on('end', endWrite);
+    if (earlyEnd) endWrite();
+  };
+  const onEarlyData = (chunk: Buffer): void => {
+    early.push(chunk);
+    start();
+  };
+  const onEarlyEnd = (): void => {
+    earlyEnd = true;
+    start();
+  };
+  const timer = setTimeout(start, FIRST_BYTES_WAIT_MS);
+  socket.on('data', onEarlyData);
+  socket.on('end', onEarlyEnd);
   return reset;
 }
 
