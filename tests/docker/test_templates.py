@@ -7,17 +7,20 @@ the namespace's label and are removed after."""
 from __future__ import annotations
 
 import contextlib
+import json
 import secrets
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
 import docker
 import docker.errors
+import httpx
 import pytest
 
 from runtime_client import GrpcSandboxFactory, InvalidArgument, Sandbox
-from runtime_client.templates import build_template, template_from_snapshot
+from runtime_client.templates import build_template, context_of, template_from_snapshot
 from sandboxd.backends.docker.templates import REPOSITORY
 from sandboxd.backends.shared import labels
 from sandboxd.contract.models import ExecRequest, SandboxOptions
@@ -25,6 +28,16 @@ from tests.docker_fixtures import IMAGE, RUN_PREFIX, remove_namespace_resources
 from tests.helpers import Daemon
 
 pytestmark = [pytest.mark.docker, pytest.mark.anyio]
+
+TOKEN = "templates-token-0123456789abcdef"
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
 
 #: The README's example (README.md, "Templates").
 DOCKERFILE = f"""FROM {IMAGE}
@@ -50,8 +63,16 @@ async def test_a_template_is_built_used_cached_and_checked(
     folder.mkdir()
     (folder / "Dockerfile").write_text(DOCKERFILE)
     (folder / "greet.py").write_text("print('hello from the template')\n")
-    args = ("--namespace", namespace, "--image", IMAGE, "--pool-size", "0")
+    (tmp_path / "tokens").write_text(f"{TOKEN}\n")
+    port = _free_port()
+    args = ("--namespace", namespace, "--image", IMAGE, "--pool-size", "0",
+            "--http", f"127.0.0.1:{port}", "--tokens-file", str(tmp_path / "tokens"))  # fmt: skip
     daemon = await anyio.to_thread.run_sync(daemon_factory(tmp_path / "t.sock", *args).start)
+    http = httpx.AsyncClient(
+        base_url=f"http://127.0.0.1:{port}",
+        headers={"Authorization": f"Bearer {TOKEN}"},
+        timeout=120,
+    )
     async with GrpcSandboxFactory(daemon.target) as factory:
         lines: list[str] = []
         built = await build_template(factory.transport, folder, log=lines.append)
@@ -81,11 +102,22 @@ async def test_a_template_is_built_used_cached_and_checked(
         ran = await second.exec("python3 src/app.py && touch src/new && stat -c %U src/app.py")
         assert ran.stdout == b"kept\nsandbox\n", ran.stderr  # the sandbox user's, writable
         await factory.transport.delete_sandbox("second")
+        over_http = await http.post("/v1/snapshots/committed/template")
+        done = json.loads(over_http.text.splitlines()[-1])["template"]
+        assert done["image"] == committed.image and done["cached"]
         await factory.transport.delete_snapshot("committed")
+        missing = await http.post("/v1/snapshots/committed/template")
+        assert missing.status_code == 404, missing.text
 
         again: list[str] = []
         cached = await build_template(factory.transport, folder, log=again.append)
         assert cached.cached and cached.image == built.image and again == []
+        # The same over HTTP: the folder's tar as the body, NDJSON back.
+        body = b"".join([piece async for piece in context_of(folder)])
+        answer = await http.put("/v1/templates", content=body)
+        assert answer.status_code == 200, answer.text
+        (line,) = [json.loads(x) for x in answer.text.splitlines()]
+        assert line["template"]["image"] == built.image and line["template"]["cached"]
 
         # An image the executor cannot run in: refused, with the reason, and removed.
         (folder / "Dockerfile").write_text(
@@ -93,5 +125,6 @@ async def test_a_template_is_built_used_cached_and_checked(
         )
         with pytest.raises(InvalidArgument, match=r"it has no /usr/bin/python3.*needs python3"):
             await build_template(factory.transport, folder)
+        await http.aclose()
         left = docker_client.images.list(filters={"label": f"{labels.NAMESPACE}={namespace}"})
         assert sorted(i.tags[0] for i in left) == sorted([built.image, committed.image])

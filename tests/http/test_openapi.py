@@ -47,6 +47,8 @@ OPERATIONS = {
     ("delete", "/v1/snapshots/{name}"),
     ("post", "/v1/sandboxes/{instance_id}/restore"),
     ("post", "/v1/snapshots/{name}/sandboxes"),
+    ("put", "/v1/templates"),
+    ("post", "/v1/snapshots/{name}/template"),
     ("post", "/v1/sandboxes/{instance_id}/processes"),
     ("get", "/v1/sandboxes/{instance_id}/processes"),
     ("post", "/v1/sandboxes/{instance_id}/processes/{handle}/stdin"),

@@ -140,6 +140,10 @@ async def test_http_routes_and_bad_input(daemon: Daemon) -> None:
         bad = await http.post("/v1/sandboxes/web-1/snapshots", json={"name": "../x"})
         assert bad.status_code == 400
         assert "invalid snapshot name '../x'" in bad.json()["error"]["message"]
+        # Templates are the Docker backend's: this one says so before any stream.
+        refused = await http.put("/v1/templates", content=b"not a tar")
+        assert refused.status_code == 400
+        assert "templates are not supported on the local backend" in refused.text
         missing = await http.delete("/v1/snapshots/nope")
         assert missing.status_code == 404
         assert (await http.delete("/v1/snapshots/v1")).json() == {"deleted": True}

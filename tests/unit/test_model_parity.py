@@ -15,6 +15,7 @@ from sandboxd.contract.v1 import sandbox_pb2 as pb
 from sandboxd.executor.wire import BASE64_SUFFIX
 from sandboxd.transports.http import schemas
 from sandboxd.transports.http.routes import snapshots as snapshot_routes
+from sandboxd.transports.http.routes import templates as template_routes
 
 # model, message, {model field: proto field} where the names differ, proto-only fields.
 PROTO_PAIRS: list[tuple[type, Any, dict[str, str], set[str]]] = [
@@ -240,6 +241,7 @@ HTTP_PAIRS: list[tuple[type, type[BaseModel], set[str]]] = [
     (models.SandboxToolResult, schemas.ToolCallResponse, set()),
     (models.ToolDescription, schemas.ToolDescription, set()),
     (models.SnapshotInfo, snapshot_routes.Snapshot, set()),
+    (models.TemplateInfo, template_routes.Template, set()),
     (models.ForkResult, snapshot_routes.SnapshotCopyResponse, set()),
 ]
 

@@ -21,6 +21,7 @@ from sandboxd.transports.http.routes import (
     process,
     processes,
     snapshots,
+    templates,
     tools,
     transfer,
 )
@@ -47,6 +48,7 @@ def create_app(
     for module in (
         lifecycle,
         snapshots,
+        templates,
         network,
         tools,
         files,

@@ -2,7 +2,8 @@
 
 - Validation failures are 400 INVALID_ARGUMENT with the common error body
   (``sandboxd.transports.http.errors``), not FastAPI's 422, so the 422 entries go.
-- The NDJSON lines of ``/exec/stream`` are not a response model, so their
+- The NDJSON lines of ``/exec/stream`` (and a process's output, a template's
+  build) are not a response model, so their
   schema is added to the components, and the placeholder JSON content FastAPI
   gives every route is taken off that one response.
 """
@@ -14,6 +15,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
+from sandboxd.transports.http.routes.templates import TemplateEvent
 from sandboxd.transports.http.schemas import ExecStreamEvent, ProcessOutputEvent
 
 PROCESS_OUTPUT_PATH = "/v1/sandboxes/{instance_id}/processes/{handle}/output"
@@ -34,6 +36,8 @@ def install(app: FastAPI) -> None:
             for model, path, method in (
                 (ExecStreamEvent, STREAM_PATH, "post"),
                 (ProcessOutputEvent, PROCESS_OUTPUT_PATH, "get"),
+                (TemplateEvent, "/v1/templates", "put"),
+                (TemplateEvent, "/v1/snapshots/{name}/template", "post"),
             ):
                 event = model.model_json_schema(ref_template="#/components/schemas/{model}")
                 schemas.update(event.pop("$defs", {}))
