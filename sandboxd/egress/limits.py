@@ -12,9 +12,10 @@ __all__ = ["Limits", "RateLimiter"]
 @dataclass(frozen=True, slots=True)
 class Limits:
     #: Connections one sandbox may have open through its gateway at once. Each
-    #: is a call in its executor (at most 256 at once, executor.main
-    #: MAX_WORKERS): half are left for the agent's own calls.
-    max_connections: int = 128
+    #: holds up to two calls in its executor (its pipe, and a write towards the
+    #: sandbox), which runs at most 256 at once (executor.main MAX_WORKERS):
+    #: 96 leave the agent's own calls 64.
+    max_connections: int = 96
     #: Bytes per second through one sandbox's gateway, both ways together (0: no limit).
     bytes_per_second: int = 0
     connect_timeout_s: float = 10.0

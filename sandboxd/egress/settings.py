@@ -19,7 +19,7 @@ class EgressSettings(BaseSettings):
     egress_max_connections: int = Field(
         _DEFAULT.max_connections,
         ge=1,
-        le=200,
+        le=120,
         description="connections one sandbox may have open through its egress proxies at once; "
         "more are answered 503 (SOCKS: general failure)",
     )
