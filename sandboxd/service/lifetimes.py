@@ -219,11 +219,12 @@ class LifetimeKeeper:
                 deleted.append((info.instance_id, notes[REASON]))
         for orphan in set(marks) - {info.instance_id for info in infos}:
             await self.backend.write_marks(orphan, {})
-        self._publish_usage(infos)
+        await self._publish_usage(infos)
         return deleted
 
-    def _publish_usage(self, infos: list[SandboxInfo]) -> None:
-        """Each tenant's use against its quotas on /metrics (the same numbers as GetStatus)."""
+    async def _publish_usage(self, infos: list[SandboxInfo]) -> None:
+        """Each tenant's use against its quotas on /metrics (the same numbers as
+        GetStatus: its snapshots' bytes in its disk use too)."""
         try:
             # The server extra's: a local factory runs this service in a
             # client's process (Python 3.10 too), without it and without /metrics.
@@ -231,9 +232,13 @@ class LifetimeKeeper:
         except ImportError:
             return
         tenants = {info.options.labels.get(TENANT_LABEL, "") for info in infos} - {""}
+        stored = {
+            tenant: sum(s.size_bytes for s in await self.backend.snapshots(tenant))
+            for tenant in tenants
+        }
         metrics.TENANT_USE.clear()
         metrics.TENANT_QUOTA.clear()
-        for usage in self.quotas.usage(tenants, infos):
+        for usage in self.quotas.usage(tenants, infos, stored):
             for quota in usage.quotas:
                 metrics.TENANT_USE.labels(usage.tenant, quota.name).set(quota.used)
                 metrics.TENANT_QUOTA.labels(usage.tenant, quota.name).set(quota.limit)

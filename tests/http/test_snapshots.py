@@ -7,8 +7,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import anyio
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from runtime_client import GrpcSandboxFactory, ResourceExhausted
 from runtime_client.errors import AlreadyExists, InvalidArgument, NotFound
@@ -105,6 +107,8 @@ async def test_names_are_per_tenant_and_the_disk_quota_counts_snapshots(daemon: 
         (usage,) = status.tenants
         disk = next(q for q in usage.quotas if q.name == "disk_bytes")
         assert disk.used == DISK + 800_000
+        # /metrics says the same (the keeper publishes it on its next look).
+        assert await _metric_disk_use(daemon, "acme", DISK + 800_000) == DISK + 800_000
         await acme.transport.delete_snapshot("second")
         assert (await box.snapshot("third")).name == "third"
         # From a snapshot: the new sandbox is the caller's tenant's (and its disk
@@ -153,3 +157,23 @@ async def test_http_routes_and_bad_input(daemon: Daemon) -> None:
             await admin.transport.create_snapshot("web-1", "")
         with pytest.raises(NotFound):
             await admin.transport.create_snapshot("nobody", "x")
+
+
+async def _metric_disk_use(server: Daemon, tenant: str, wanted: float) -> float:
+    """The tenant's disk use on /metrics: ``wanted`` once published, else the last seen."""
+    found = 0.0
+    async with httpx.AsyncClient(
+        base_url=base_url(server), headers={"Authorization": f"Bearer {ADMIN}"}, timeout=30
+    ) as http:
+        for _ in range(50):
+            for family in text_string_to_metric_families((await http.get("/metrics")).text):
+                for sample in family.samples:
+                    if sample.name == "sandboxd_tenant_use" and sample.labels == {
+                        "tenant": tenant,
+                        "quota": "disk_bytes",
+                    }:
+                        found = sample.value
+            if found == wanted:
+                break
+            await anyio.sleep(0.1)
+    return found
