@@ -172,6 +172,11 @@ class _Server:
         if not isinstance(request_id, int) or not isinstance(op, str):
             _log("dropped a frame without an integer id and an op")
             return None
+        if op == "ping":
+            # Answered here, ahead of any worker: the daemon pings a quiet
+            # channel before a call to learn whether this executor is alive.
+            self.send({"id": request_id, "ok": {}})
+            return None
         if op == "hello" and origin is not None and origin is not self.out:
             self.adopt(origin)
         args = message.get("args") or {}

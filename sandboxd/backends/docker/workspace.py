@@ -17,7 +17,7 @@ import contextlib
 import logging
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import anyio
@@ -34,7 +34,7 @@ from sandboxd.backends.docker.direct import (
 from sandboxd.backends.docker.settings import DockerSettings
 from sandboxd.backends.shared.channel import ExecutorChannel
 from sandboxd.backends.shared.pipes import PipeEndpoints
-from sandboxd.backends.shared.session import Activity, handshake, timeout_for
+from sandboxd.backends.shared.session import Activity, ChannelCalls, handshake
 from sandboxd.contract.errors import SandboxdError, SandboxUnavailable
 from sandboxd.contract.models import Runtime, SandboxOptions
 from sandboxd.executor import wire
@@ -51,7 +51,7 @@ ADOPT_HELLO_TIMEOUT_S = 5.0
 STOP_WAIT_S = 5.0
 
 
-class DockerWorkspace(PipeEndpoints):
+class DockerWorkspace(ChannelCalls, PipeEndpoints):
     def __init__(
         self,
         instance_id: str,
@@ -103,20 +103,6 @@ class DockerWorkspace(PipeEndpoints):
         for channel in (self._channel, self._logs):
             if channel is not None:
                 channel.name = instance_id
-
-    async def call(self, op: str, args: Mapping[str, Any]) -> dict[str, Any]:
-        with self.activity.busy():
-            channel = await self.ensure_running()
-            return await channel.call(op, args, timeout=timeout_for(op, args))
-
-    async def stream(self, op: str, args: Mapping[str, Any]) -> AsyncIterator[dict[str, Any]]:
-        with self.activity.busy():
-            channel = await self.ensure_running()
-            async for event in channel.stream(op, args):
-                yield event
-
-    def idle_expired(self, now: float) -> bool:
-        return self.activity.idle_expired(now)
 
     async def stop_idle(self) -> None:
         """Stop the container (the volume stays); the next call starts it again."""

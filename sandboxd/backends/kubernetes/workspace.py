@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -32,7 +32,7 @@ from sandboxd.backends.kubernetes.settings import KubernetesSettings
 from sandboxd.backends.kubernetes.stream import ExecStream
 from sandboxd.backends.shared.channel import ExecutorChannel
 from sandboxd.backends.shared.pipes import PipeEndpoints
-from sandboxd.backends.shared.session import Activity, handshake, timeout_for
+from sandboxd.backends.shared.session import Activity, ChannelCalls, handshake
 from sandboxd.contract.errors import (
     InvalidArgument,
     ResourceExhausted,
@@ -103,7 +103,7 @@ def _started_at(pod: Mapping[str, Any]) -> float | None:
     return max(0.0, time.time() - started.timestamp())
 
 
-class KubernetesWorkspace(PipeEndpoints):
+class KubernetesWorkspace(ChannelCalls, PipeEndpoints):
     def __init__(
         self,
         instance_id: str,
@@ -152,20 +152,6 @@ class KubernetesWorkspace(PipeEndpoints):
     @property
     def connected(self) -> bool:
         return self._channel is not None and not self._channel.closed
-
-    async def call(self, op: str, args: Mapping[str, Any]) -> dict[str, Any]:
-        with self.activity.busy():
-            channel = await self.ensure_running()
-            return await channel.call(op, args, timeout=timeout_for(op, args))
-
-    async def stream(self, op: str, args: Mapping[str, Any]) -> AsyncIterator[dict[str, Any]]:
-        with self.activity.busy():
-            channel = await self.ensure_running()
-            async for event in channel.stream(op, args):
-                yield event
-
-    def idle_expired(self, now: float) -> bool:
-        return self.activity.idle_expired(now)
 
     async def ensure_running(self) -> ExecutorChannel:
         channel = self._channel

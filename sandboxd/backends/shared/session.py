@@ -1,5 +1,6 @@
 """What a container engine's workspace does the same on every engine: the
-executor's hello, how long a call may take, and when a workspace is idle."""
+executor's hello, how long a call may take, a check of a quiet channel
+before a call goes out on it, and when a workspace is idle."""
 
 from __future__ import annotations
 
@@ -8,14 +9,14 @@ import contextlib
 import functools
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NoReturn, Protocol
 
 from sandboxd.backends.shared.channel import ExecutorChannel
 from sandboxd.backends.shared.proxy_env import proxy_env
 from sandboxd.backends.shared.settings import EGRESS_CA_CERT, ContainerSettings
-from sandboxd.contract.errors import SandboxdError, SandboxUnavailable
+from sandboxd.contract.errors import SandboxdError, SandboxUnavailable, Timeout
 from sandboxd.contract.models import SandboxOptions
 from sandboxd.contract.tools import BASH_MAX_TIMEOUT_S
 from sandboxd.executor.bundle import bundle_id
@@ -28,6 +29,10 @@ CALL_GRACE_S = 30.0
 DEFAULT_CALL_TIMEOUT_S = 300.0
 #: bash's own largest timeout: the daemon never gives up before it.
 MAX_BASH_TIMEOUT_S = BASH_MAX_TIMEOUT_S
+#: A channel unused this long is pinged before a call goes out on it.
+PROBE_AFTER_IDLE_S = 1.0
+#: How long the ping may take before the call goes out regardless.
+PROBE_TIMEOUT_S = 5.0
 
 
 def timeout_for(op: str, args: Mapping[str, Any]) -> float:
@@ -105,11 +110,14 @@ class Activity:
         self.parked = False  # stopped for idleness; the next call starts it
 
     @contextlib.contextmanager
-    def busy(self) -> Iterator[None]:
+    def busy(self) -> Iterator[float]:
+        """A call in flight; yields how long the workspace was unused before it."""
+        now = time.monotonic()
+        unused_for = 0.0 if self.in_flight else now - self.last_used
         self.in_flight += 1
-        self.last_used = time.monotonic()
+        self.last_used = now
         try:
-            yield
+            yield unused_for
         finally:
             self.in_flight -= 1
             self.last_used = time.monotonic()
@@ -117,6 +125,57 @@ class Activity:
     def idle_expired(self, now: float) -> bool:
         ttl = self.idle_ttl_seconds
         return bool(ttl) and not self.parked and self.in_flight == 0 and now - self.last_used >= ttl
+
+
+class _Connectable(Protocol):
+    activity: Activity
+
+    async def ensure_running(self) -> ExecutorChannel: ...
+
+
+class ChannelCalls:
+    """``call``/``stream``/``idle_expired`` of a workspace that has ``activity``
+    and ``ensure_running``.
+
+    A call must not be the one that finds out the executor died: the call
+    would fail (it may have run, so it is never sent again), and only the next
+    one would start the container anew. On an engine whose stream outlives the
+    executor until something is written (Docker's attach, as under gVisor) that
+    was every first call after an executor's death. So a channel unused for
+    ``PROBE_AFTER_IDLE_S`` is pinged first: the ping has no effect, so when it
+    finds the channel dead the workspace reconnects and the call goes out once,
+    on the live channel. Back-to-back calls pay nothing.
+    """
+
+    async def call(self: _Connectable, op: str, args: Mapping[str, Any]) -> dict[str, Any]:
+        with self.activity.busy() as unused_for:
+            channel = await _checked_channel(self, unused_for)
+            return await channel.call(op, args, timeout=timeout_for(op, args))
+
+    async def stream(
+        self: _Connectable, op: str, args: Mapping[str, Any]
+    ) -> AsyncIterator[dict[str, Any]]:
+        with self.activity.busy() as unused_for:
+            channel = await _checked_channel(self, unused_for)
+            async for event in channel.stream(op, args):
+                yield event
+
+    def idle_expired(self: _Connectable, now: float) -> bool:
+        return self.activity.idle_expired(now)
+
+
+async def _checked_channel(workspace: _Connectable, unused_for: float) -> ExecutorChannel:
+    channel = await workspace.ensure_running()
+    if unused_for < PROBE_AFTER_IDLE_S:
+        return channel
+    try:
+        await channel.call("ping", {}, timeout=PROBE_TIMEOUT_S)
+    except SandboxUnavailable as exc:
+        log.info("workspace %s: found dead before a call (%s); reconnecting", channel.name, exc)
+        return await workspace.ensure_running()
+    except Timeout:
+        pass  # alive but wedged: the call meets it as it would have
+    return channel
 
 
 class IdleStoppable(Protocol):
