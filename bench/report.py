@@ -17,6 +17,7 @@ SUBJECTS = (
     "sandboxd unary",
     "sandboxd verbs",
     "sandboxd runsc",
+    "sandboxd kubernetes",
     "raw exec",
     "floor",
     "swe-rex session",
@@ -48,12 +49,16 @@ def ops_table(ops: dict[str, dict[str, Summary]]) -> str:
     gvisor = "sandboxd runsc" in present
     if gvisor:
         headers.append("runsc/runc")
+    kube = "sandboxd kubernetes" in present
+    if kube:
+        headers.append("k8s/docker")
     rows = []
     for op, by_subject in ops.items():
         sbx = by_subject.get("sandboxd")
         raw = by_subject.get("raw exec")
         floor = by_subject.get("floor")
         runsc = by_subject.get("sandboxd runsc")
+        on_kube = by_subject.get("sandboxd kubernetes")
         rows.append(
             [
                 op,
@@ -63,6 +68,11 @@ def ops_table(ops: dict[str, dict[str, Summary]]) -> str:
                 *(
                     [_ratio(runsc.p50 if runsc else None, sbx.p50 if sbx else None)]
                     if gvisor
+                    else []
+                ),
+                *(
+                    [_ratio(on_kube.p50 if on_kube else None, sbx.p50 if sbx else None)]
+                    if kube
                     else []
                 ),
             ]
@@ -134,6 +144,11 @@ def render(results: dict[str, Any], targets: list[Target]) -> str:
         parts += [f"SWE-ReX: skipped ({swerex['skipped']})", ""]
     elif swerex:
         parts += [f"SWE-ReX: {swerex.get('note', '')}", ""]
+    if results.get("kubernetes"):
+        from bench import kubernetes
+
+        docker_side = {**(life or {}), "throughput": tp or {}}
+        parts += [kubernetes.render(results["kubernetes"], docker_side), ""]
     if results.get("ports"):
         from bench import ports
 

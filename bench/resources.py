@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import docker
@@ -116,17 +117,22 @@ class Resources:
         #: Image tags the run built (bench.image_ab); untagged at the end.
         self.images: list[str] = []
         self.labels = {RUN_LABEL: self.run_id}
+        #: Undone at close, after the daemons stop (bench.kubernetes: its namespace).
+        self.cleanups: list[Callable[[], None]] = []
 
-    def start_daemon(self, *args: str, suffix: str = "") -> Daemon:
+    def start_daemon(self, *args: str, suffix: str = "", timeout: float = 60.0) -> Daemon:
         """A daemon in namespace ``bench-<run id><suffix>``, on its own socket."""
         namespace = self.namespace + suffix
         daemon = Daemon(self.tmp / f"{namespace}.sock", namespace, *args)
         self.daemons.append(daemon)
-        return daemon.start()
+        return daemon.start(timeout)
 
     def close(self) -> None:
         for daemon in self.daemons:
             daemon.stop()
+        for cleanup in self.cleanups:
+            with contextlib.suppress(Exception):
+                cleanup()
         removed = 0
         selectors = [[f"{RUN_LABEL}={self.run_id}"]]
         selectors += [[f"sandboxd.namespace={d.namespace}"] for d in self.daemons]

@@ -23,11 +23,13 @@ from typing import Any
 
 from bench import fixtures as fx
 from bench import floor_throughput, scenarios, subjects
+from bench import kubernetes as kube
 from bench.report import render, write_json
 from bench.resources import IMAGE, Resources, interrupt_on_sigterm
 from bench.stats import Op, Summary, summarize, time_interleaved
 from bench.targets import evaluate
 from runtime_client import GrpcSandboxFactory, Sandbox
+from sandboxd.backends.shared import labels
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -84,6 +86,13 @@ async def bench(res: Resources, plan: Plan, args: argparse.Namespace, stamp: str
     log(f"starting sandboxd (namespace {res.namespace}, default warm pool)")
     daemon = res.start_daemon()
     target = daemon.target
+    # The kubernetes column (issue 24), when the test cluster is up: started
+    # now so its warm pool fills while the Docker fixtures are laid out.
+    kube_daemon = kube.start(res) if args.kubernetes else None
+    if kube_daemon is None:
+        results["kubernetes"] = {
+            "skipped": "--no-kubernetes" if not args.kubernetes else "no test cluster is up"
+        }
 
     raw = subjects.RawExecSubject(res.docker, res.labels, f"sandboxd-bench-raw-{res.run_id}")
     raw.start()
@@ -99,12 +108,17 @@ async def bench(res: Resources, plan: Plan, args: argparse.Namespace, stamp: str
         gvisor: subjects.SandboxdSubject | None = None
         if runsc:
             gvisor = subjects.SandboxdSubject(await _runsc_sandbox(factory, "ops-runsc"))
+        on_kube: subjects.SandboxdSubject | None = None
+        if kube_daemon is not None:
+            kube_factory = GrpcSandboxFactory(kube_daemon.target)
+            on_kube = subjects.SandboxdSubject(await kube_factory.create_sandbox("ops"))
         log("laying out the fixtures (1 KiB files, a 1,000-file tree) in every subject")
         await asyncio.gather(
             sbx.setup(),
             asyncio.to_thread(_sync, raw.setup),
             floor.setup(),
             *([gvisor.setup()] if gvisor else []),
+            *([on_kube.setup()] if on_kube else []),
         )
 
         log("per-operation latency")
@@ -118,7 +132,12 @@ async def bench(res: Resources, plan: Plan, args: argparse.Namespace, stamp: str
         }
         if gvisor:
             subject_ops["sandboxd runsc"] = gvisor.ops()
+        if on_kube:
+            subject_ops["sandboxd kubernetes"] = on_kube.ops()
         results["ops"] = await per_op(plan, subject_ops)
+        if on_kube:
+            await on_kube.sandbox.delete()
+            await kube_factory.aclose()
         floor.close()
         if gvisor:
             await gvisor.sandbox.delete()
@@ -132,7 +151,7 @@ async def bench(res: Resources, plan: Plan, args: argparse.Namespace, stamp: str
                 daemon.pid,
                 sandbox,
                 res.docker,
-                f"sandboxd-{res.namespace}-ops",
+                labels.resource_name(res.namespace, "ops"),
                 res.tmp,
                 RESULTS / f"profile-{stamp}",
             )
@@ -197,6 +216,13 @@ async def bench(res: Resources, plan: Plan, args: argparse.Namespace, stamp: str
         results["throughput"][f"{kind}_floor"] = await floor_throughput.throughput(
             tool=tool, args=tool_args, sandboxes=count, callers=callers, seconds=plan.throughput_s
         )
+
+    if kube_daemon is not None:
+        log("kubernetes: create -> first command, throughput, 1 GiB upload")
+        results["kubernetes"] = await kube.measure(
+            kube_daemon.target, plan.lifecycle, plan.throughput_s
+        )
+        kube_daemon.stop()  # its warm Pods go before the rest is measured
 
     log(f"idle memory: a fresh daemon (no pool), {plan.idle_instances} idle instances")
     fresh = res.start_daemon("--pool-size", "0", suffix="-mem")
@@ -280,6 +306,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-ports", dest="ports", action="store_false", help="skip bench.ports")
     parser.add_argument(
         "--no-egress", dest="egress", action="store_false", help="skip bench.egress (needs root)"
+    )
+    parser.add_argument(
+        "--no-kubernetes",
+        dest="kubernetes",
+        action="store_false",
+        help="skip the kubernetes column (it runs when the test cluster is up)",
     )
     args = parser.parse_args(argv)
     plan = Plan.quick() if args.quick else Plan()

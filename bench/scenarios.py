@@ -13,6 +13,7 @@ from bench import fixtures as fx
 from bench.resources import IMAGE, Daemon
 from bench.stats import Summary, summarize
 from runtime_client import GrpcSandboxFactory, Runtime, Sandbox, SandboxOptions, SandboxToolResult
+from sandboxd.backends.shared import labels
 
 #: Options the warm pool cannot serve, so a create goes the cold path.
 COLD = SandboxOptions(env={"BENCH_COLD": "1"})
@@ -214,7 +215,7 @@ async def idle_memory(
         await asyncio.sleep(1.0)
         after = daemon.rss_kib()
         containers = [
-            client.containers.get(f"sandboxd-{namespace}-{sandbox.instance_id}")
+            client.containers.get(labels.resource_name(namespace, sandbox.instance_id))
             for sandbox in sandboxes
         ]
         per_container = [container_memory_bytes(c) for c in containers]

@@ -57,6 +57,18 @@ def evaluate(results: dict[str, Any]) -> list[Target]:
             Target(f"{op}: sandboxd tools p50 <= 1.2 x floor", p50(op, "sandboxd"),
                    1.2 * p50(op, "floor"), "ms")
         )  # fmt: skip
+    k8s = results.get("kubernetes") or {}
+    if "warm_create" in k8s:
+        targets.append(
+            Target("kubernetes: warm-pool create -> first command p50 <= 100 ms",
+                   k8s["warm_create"].p50, 100.0, "ms")
+        )  # fmt: skip
+    for op in ("read 1 KiB", "write 1 KiB", "bash true", "grep 1k files"):
+        if "sandboxd kubernetes" in ops.get(op, {}):
+            targets.append(
+                Target(f"{op}: kubernetes p50 <= 2 x docker", p50(op, "sandboxd kubernetes"),
+                       2 * p50(op, "sandboxd"), "ms")
+            )  # fmt: skip
     if results.get("ports"):
         from bench import ports
 

@@ -33,6 +33,7 @@ from bench.resources import Resources
 from bench.subjects import TOOL_OPS, SandboxdSubject
 from runtime_client import GrpcSandboxFactory, Sandbox
 from runtime_client.tool_stream import ToolCallStream
+from sandboxd.backends.shared import labels
 from sandboxd.contract.models import SandboxOptions
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -115,7 +116,7 @@ async def measure(res: Resources, compare: str, rounds: int) -> dict[str, Any]:
                 await SandboxdSubject(sandbox).setup()
                 sandboxes[kind].append(sandbox)
             executors[kind] = [
-                _executor_pid(res.docker, f"sandboxd-{daemon.namespace}-{s.instance_id}")[0]
+                _executor_pid(res.docker, labels.resource_name(daemon.namespace, s.instance_id))[0]
                 for s in sandboxes[kind]
             ]
         slices: dict[str, dict[str, list[dict[str, float]]]] = {op: {} for op in LOADS}

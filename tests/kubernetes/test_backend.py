@@ -453,3 +453,33 @@ async def test_a_lifetime_ends_with_pod_and_claim_removed(
         60,
         "the expired sandbox's Pod and claim to go",
     )
+
+
+async def test_a_stopped_kubelet_fails_calls_fast_and_the_sandbox_serves_after(
+    cluster: Cluster, kube_daemon: KubeDaemon, sandbox: Sandbox
+) -> None:
+    """The node's kubelet gone: calls answer UNAVAILABLE at once (no hang to
+    a timeout); back: the same Pod serves again, files and processes kept.
+    Stops the shared cluster's kubelet, so kept short and restored whatever
+    happens (the cluster-level half of this is test_cluster's API server
+    restart; this test is the tier's only kubelet stop)."""
+    await sandbox.write_file("/workspace/kept", b"kept")
+    process = await sandbox.start_process(["sleep", "600"])
+    [before] = _pods(cluster, kube_daemon, sandbox.instance_id)
+    await asyncio.to_thread(_cluster, "stop", "kubelet")
+    try:
+        started = time.monotonic()
+        with pytest.raises(SandboxUnavailable):
+            await sandbox.exec("true")
+        assert time.monotonic() - started < 15
+    finally:
+        await asyncio.to_thread(_cluster, "start", "kubelet")
+    # Back once the kubelet has found its Pods again: the same Pod, not restarted.
+    assert (await _retrying(lambda: sandbox.exec("echo back"), attempts=60, pause=1.0)).stdout == (
+        b"back\n"
+    )
+    assert (await sandbox.read_file("/workspace/kept")).data == b"kept"
+    assert process.handle in [info.handle for info in await sandbox.list_processes()]
+    [after] = _pods(cluster, kube_daemon, sandbox.instance_id)
+    assert after.metadata.uid == before.metadata.uid
+    assert after.status.container_statuses[0].restart_count == 0

@@ -127,6 +127,16 @@ class ExecStream:
         with contextlib.suppress(Exception):
             await self._socket.close()
 
+    def ran(self) -> bool:
+        """Whether the command ran and exited (any code), by the status channel."""
+        code = self.exit_code()
+        return code is not None and code >= 0
+
+    def reason(self) -> str:
+        """The API server's words on a failed stream ("" without a status)."""
+        status = self.status or {}
+        return str(status.get("message") or status.get("reason") or "")
+
     def exit_code(self) -> int | None:
         """The command's exit code from the status channel (0 on Success)."""
         status = self.status

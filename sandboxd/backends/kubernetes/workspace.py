@@ -274,8 +274,19 @@ class KubernetesWorkspace(ChannelCalls, PipeEndpoints):
                     "started" if attach is not None else "adopted",
                 )
                 return channel
-            await channel.close()
             stream = self._stream
+            # The stream broke and the relay did not exit: the exec never
+            # reached the Pod (its node's kubelet down or unreachable). The
+            # executor may be fine, so its Pod stays (a new one would lose
+            # its processes) and the call fails now, UNAVAILABLE.
+            broken = channel.closed and stream is not None and not stream.ran()
+            await channel.close()
+            if broken and stream is not None:
+                why = stream.reason() or "the stream closed"
+                raise SandboxUnavailable(
+                    f"the executor of sandbox {self._instance_id!r} cannot be reached: the "
+                    f"exec through the API server failed ({why}); is its node's kubelet up?"
+                )
             if attach is None and stream is not None and stream.exit_code() == NO_EXECUTOR:
                 # Running, and no executor: its bundle never came.
                 attach = await self._ship_bundle()
