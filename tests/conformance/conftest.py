@@ -28,7 +28,7 @@ if os.environ.get("SANDBOXD_K8S_TESTS") == "1":
 @pytest.fixture(params=_PARAMS)
 async def tool_backend(request: pytest.FixtureRequest) -> AsyncIterator[ToolBackend]:
     if request.param == "kubernetes":
-        async with docker_backend(request.getfixturevalue("kube_daemon")) as backend:
+        async with docker_backend(request.getfixturevalue("kube_pool_daemon")) as backend:
             yield backend
         return
     if request.param in ("docker", "gvisor"):
