@@ -13,8 +13,9 @@ __all__ = ["Limits", "RateLimiter"]
 class Limits:
     #: Connections one sandbox may have open through its gateway at once. Each
     #: holds up to two calls in its executor (its pipe, and a write towards the
-    #: sandbox), which runs at most 256 at once (executor.main MAX_WORKERS):
-    #: 96 leave the agent's own calls 64.
+    #: sandbox); the executor starts pipes only while fewer than 192 calls run
+    #: (executor.main MAX_PIPE_WORKERS), which keeps the agent's own calls 64
+    #: slots whatever this is.
     max_connections: int = 96
     #: Bytes per second through one sandbox's gateway, both ways together (0: no limit).
     bytes_per_second: int = 0

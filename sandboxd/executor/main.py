@@ -34,6 +34,11 @@ from sandboxd.executor.wire import from_wire
 #: not take the tools' state and logs down with it.
 STATE_DIR = "/run/sandboxd"
 MAX_WORKERS = 256
+#: Socket pipes (egress connections, forwarded ports) start only while fewer
+#: calls than this run: however many connections a workload or a client
+#: opens, the agent's own calls keep MAX_WORKERS - MAX_PIPE_WORKERS slots.
+MAX_PIPE_WORKERS = 192
+PIPE_OPS = frozenset({"pipe_connect", "pipe_listen", "pipe_attach", "pipe_write", "pipe_shutdown"})
 #: Tools whose work one file and the request bound: run by the thread that
 #: read them off a direct connection, no hand-over to a worker
 #: (executor.relay keeps the connection read if one is slow).
@@ -188,21 +193,20 @@ class _Server:
                 }
             )
             return None
+        pipe = op in PIPE_OPS
         with self.busy_lock:
-            full = self.busy >= MAX_WORKERS
+            full = self.busy >= (MAX_PIPE_WORKERS if pipe else MAX_WORKERS)
             if not full:
                 self.busy += 1
         if full:
-            self.send(
-                {
-                    "id": request_id,
-                    "err": {
-                        "kind": "resource_exhausted",
-                        "message": f"the sandbox is already running {MAX_WORKERS} calls; "
-                        "wait for some to finish, or restart the sandbox",
-                    },
-                }
+            refusal = (
+                f"the sandbox's connections hold {MAX_PIPE_WORKERS} of its executor's "
+                f"{MAX_WORKERS} slots; close some"
+                if pipe
+                else f"the sandbox is already running {MAX_WORKERS} calls; "
+                "wait for some to finish, or restart the sandbox"
             )
+            self.send({"id": request_id, "err": {"kind": "resource_exhausted", "message": refusal}})
             return None
         cancel = threading.Event()
         self.cancels[request_id] = cancel

@@ -59,6 +59,8 @@ PENDING_TIMEOUT_S = 10.0
 CONNECT_TIMEOUT_S = 10.0
 #: How often a blocked reader, writer or listener looks at its cancel flag.
 POLL_S = 0.2
+#: How long a listen waits for an earlier listen of the same address to let go.
+TAKEOVER_S = 2.0
 _ID_MAX = 64
 
 
@@ -132,6 +134,8 @@ class Pipes:
         self._lock = threading.Lock()
         self._pipes: dict[str, _Pipe] = {}
         self._pending: dict[str, tuple[socket.socket, float]] = {}
+        #: (host, port) -> the cancel of the listen that holds it.
+        self._listening: dict[tuple[str, int], threading.Event] = {}
 
     # ------------------------------------------------------------ streams
 
@@ -288,16 +292,16 @@ class Pipes:
     ) -> dict[str, Any]:
         bound: dict[socket.socket, str] = {}
         mine: set[str] = set()
+        held: list[tuple[str, int]] = []
         try:
             for name, host, port in listeners:
                 family = socket.AF_INET6 if ":" in host else socket.AF_INET
                 sock = socket.socket(family, socket.SOCK_STREAM)
                 bound[sock] = name
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                try:
-                    sock.bind((host, port))
-                except OSError as exc:
-                    raise Conflict(f"cannot listen on {host} port {port}: {exc}") from None
+                self._bind(sock, host, port, cancel)
+                if port:
+                    held.append((host, port))
                 sock.listen(MAX_PENDING)
             emit({"listening": [[name, *s.getsockname()[:2]] for s, name in bound.items()]})
             while not cancel.is_set():
@@ -315,10 +319,40 @@ class Pipes:
             for sock in bound:
                 sock.close()
             with self._lock:
+                for address in held:
+                    if self._listening.get(address) is cancel:
+                        del self._listening[address]
                 leftovers = [self._pending.pop(c, None) for c in mine]
             for entry in leftovers:
                 if entry is not None:
                     entry[0].close()
+
+    def _bind(self, sock: socket.socket, host: str, port: int, cancel: threading.Event) -> None:
+        """Bind ``sock``; an address a listen of this executor holds is taken over.
+
+        Only the daemon asks for listens, and the one that asks now is the one
+        that said hello last: an earlier listen on the address belongs to a
+        daemon that went without cancelling it (killed, or another replica took
+        the workspace over), whose stream nobody reads. Left alone it would
+        hold the address for good (a restarted daemon's egress gateway could
+        never listen again). A listener the workload made is never touched.
+        """
+        with self._lock:
+            previous = self._listening.get((host, port)) if port else None
+        if previous is not None and previous is not cancel:
+            previous.set()
+        deadline = time.monotonic() + (TAKEOVER_S if previous is not None else 0)
+        while True:
+            try:
+                sock.bind((host, port))
+                break
+            except OSError as exc:
+                if time.monotonic() >= deadline or cancel.is_set():
+                    raise Conflict(f"cannot listen on {host} port {port}: {exc}") from None
+                time.sleep(POLL_S / 4)  # the earlier listen closes within a poll
+        if port:
+            with self._lock:
+                self._listening[(host, port)] = cancel
 
     def _park(self, conn: socket.socket) -> str | None:
         with self._lock:

@@ -6,6 +6,7 @@ started again (labels and the engine-kept note, never daemon memory)."""
 from __future__ import annotations
 
 import secrets
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import docker
 import pytest
 
 from runtime_client import GrpcSandboxFactory
+from runtime_client.sandbox import Sandbox
 from sandboxd.contract.models import NetworkPolicy, SandboxOptions
 from sandboxd.contract.network import FULL_WARNING
 from tests.docker_fixtures import IMAGE, RUN_PREFIX, container_name, remove_namespace_resources
@@ -37,6 +39,19 @@ def _daemon(factory: type[Daemon], folder: Path, name: str, namespace: str) -> D
         folder / f"{name}.sock",
         *("--namespace", namespace, "--image", IMAGE, "--pool-size", "0"),
     )
+
+
+async def _refusal(box: Sandbox, url: str) -> str:
+    """The status and body curl gets through the workload's proxy (HTTP_PROXY),
+    tried until the restored gateway listens."""
+    command = f"curl -sS -w ' %{{http_code}}' {url}"
+    deadline = time.monotonic() + 15
+    while True:
+        result = await box.exec(command)
+        if result.exit_code == 0 or time.monotonic() > deadline:
+            body, _, code = result.stdout.decode().strip().rpartition(" ")
+            return f"{code} {body}".strip()
+        await anyio.sleep(0.2)
 
 
 def _network_mode(client: docker.DockerClient, namespace: str, instance_id: str) -> str:
@@ -67,6 +82,14 @@ async def test_the_policy_survives_a_daemon_killed_and_started_again(
         assert found["kept"].options.network == PYPI
         assert found["changed"].options.network == LATER
         assert found["bridged"].warnings == (FULL_WARNING,)
+        # The restored policy is enforced: the gateway (listening again where the
+        # killed daemon's listen was) refuses a host no rule names and says why,
+        # and the decision is in the sandbox's log.
+        box = Sandbox(factory.transport, "kept")
+        refused = await _refusal(box, "http://example.org/")
+        assert refused == "403 sandboxd egress: example.org is not in this sandbox's allow list"
+        logged = await factory.transport.network_log("kept")
+        assert [(e.host, e.allowed, e.via) for e in logged] == [("example.org", False, "http")]
         # The runtime change is the one in force after the restart, and can change again.
         again = await factory.transport.set_network_policy("changed", NetworkPolicy())
         assert again.options.network == NetworkPolicy()

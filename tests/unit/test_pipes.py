@@ -473,3 +473,49 @@ async def test_a_pipe_whose_sandbox_side_ended_is_let_go_at_once(
         await asyncio.to_thread(server.peer_closed.wait, 5)
         assert server.peer_closed.is_set()
     await pipe.close()
+
+
+def test_a_listen_takes_over_its_address_from_an_earlier_listen_nobody_cancelled() -> None:
+    """A daemon killed (or a replica replaced) leaves its pipe_listen running in
+    the executor; the next daemon's listen of the same address takes it over,
+    while an address the workload holds stays a Conflict. How checked: without
+    the takeover the second listen is a Conflict (address in use)."""
+    from sandboxd.contract.errors import Conflict
+
+    listeners = executor_pipes.Pipes()
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    events: dict[str, list[Mapping[str, Any]]] = {"old": [], "new": []}
+    cancels = {"old": threading.Event(), "new": threading.Event()}
+    ended: dict[str, object] = {}
+
+    def run(who: str) -> None:
+        ended[who] = listeners.listen(
+            [("proxy", "127.0.0.1", port)], cancels[who], events[who].append
+        )
+
+    old = threading.Thread(target=run, args=("old",))
+    old.start()
+    deadline = time.monotonic() + 5
+    while not events["old"] and time.monotonic() < deadline:
+        time.sleep(0.01)
+    new = threading.Thread(target=run, args=("new",))
+    new.start()
+    old.join(timeout=5)
+    assert ended == {"old": {}}  # the earlier listen let go
+    while not events["new"] and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert events["new"] == [{"listening": [["proxy", "127.0.0.1", port]]}]
+    with socket.create_connection(("127.0.0.1", port), timeout=5):
+        pass
+    cancels["new"].set()
+    new.join(timeout=5)
+    # An address a workload's own server holds is not the executor's to take.
+    with socket.socket() as workload:
+        workload.bind(("127.0.0.1", 0))
+        workload.listen(1)
+        taken = workload.getsockname()[1]
+        with pytest.raises(Conflict, match=f"cannot listen on 127.0.0.1 port {taken}"):
+            listeners.listen([("proxy", "127.0.0.1", taken)], threading.Event(), lambda e: None)
