@@ -14,6 +14,7 @@ from agents.sandbox.session.sandbox_client import BaseSandboxClientOptions
 from pydantic import Field
 
 from sandboxd.contract.models import Runtime, SandboxOptions
+from sandboxd.contract.network import coerce
 
 
 class SandboxdSandboxClientOptions(BaseSandboxClientOptions):
@@ -25,7 +26,8 @@ class SandboxdSandboxClientOptions(BaseSandboxClientOptions):
     memory_bytes: int = 0
     cpus: float = 0.0
     pids_limit: int = 0
-    #: None: the daemon's default (no network); True: network access, where allowed.
+    #: None: the daemon's default (no network); True: the engine's bridge
+    #: (mode ``full``), where allowed. An allow list: ``SandboxOptions.network``.
     network: bool | None = None
     runtime: Runtime | None = None
     labels: dict[str, str] = Field(default_factory=dict)
@@ -41,7 +43,7 @@ class SandboxdSandboxClientOptions(BaseSandboxClientOptions):
             memory_bytes=self.memory_bytes,
             cpus=self.cpus,
             pids_limit=self.pids_limit,
-            network=self.network,
+            network=coerce(self.network),
             runtime=self.runtime,
             labels=self.labels,
             idle_ttl_seconds=self.idle_ttl_seconds,
