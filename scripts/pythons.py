@@ -90,6 +90,9 @@ DAEMON_ONLY = [
     "--ignore=tests/unit/test_fork_methods.py",
     "--ignore=tests/unit/test_model_parity.py",
     "--ignore=tests/unit/test_runtime_info.py",
+    "--ignore=tests/unit/test_egress_gateway.py",
+    "--ignore=tests/unit/test_egress_secrets_service.py",
+    "--deselect=tests/unit/test_network_policy.py::test_decisions_are_counted_by_verdict",
     "--deselect=tests/unit/test_package_boundary.py::"
     "test_a_local_daemon_without_http_loads_neither_docker_nor_fastapi",
     "--deselect=tests/unit/test_extras.py::test_extra_modules_match_its_requirements[server]",

@@ -195,3 +195,32 @@ async def test_snapshots_and_templates_say_they_are_not_supported_and_count_noth
     with pytest.raises(InvalidArgument, match="templates are not supported on the kubernetes"):
         async for _ in backend.build_template(Path("/nonexistent"), "Dockerfile"):
             pass
+
+
+def _unschedulable(message: str) -> dict[str, object]:
+    condition = {
+        "type": "PodScheduled",
+        "status": "False",
+        "reason": "Unschedulable",
+        "message": message,
+    }
+    return {"status": {"conditions": [condition]}}
+
+
+def test_an_unschedulable_pod_is_a_verdict_unless_its_claim_is_on_the_way() -> None:
+    from sandboxd.backends.kubernetes.workspace import KubernetesWorkspace
+    from sandboxd.contract.errors import ResourceExhausted
+
+    workspace = object.__new__(KubernetesWorkspace)
+    workspace._instance_id = "box"
+    workspace._options = SandboxOptions()
+    with pytest.raises(ResourceExhausted, match="Insufficient memory"):
+        workspace._raise_if_hopeless(
+            _unschedulable("0/1 nodes are available: 1 Insufficient memory."), {}
+        )
+    # The claim not yet in the scheduler's cache (seen in CI) or not yet bound: wait on.
+    for message in (
+        '0/1 nodes are available: persistentvolumeclaim "sbx-a-box-1" not found.',
+        "0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims.",
+    ):
+        workspace._raise_if_hopeless(_unschedulable(message), {})

@@ -441,8 +441,10 @@ class KubernetesWorkspace(ChannelCalls, PipeEndpoints):
                 condition.get("type") == "PodScheduled"
                 and condition.get("status") == "False"
                 and condition.get("reason") == "Unschedulable"
-                # A claim still being provisioned and bound is not a verdict.
-                and "PersistentVolumeClaim" not in str(condition.get("message", ""))
+                # A claim still being provisioned and bound, or not yet in the
+                # scheduler's cache ('persistentvolumeclaim "…" not found', seen
+                # in CI right after the claim was made), is not a verdict.
+                and "persistentvolumeclaim" not in str(condition.get("message", "")).lower()
             ):
                 raise ResourceExhausted(
                     f"no node can run sandbox {self._instance_id!r} as asked: "
