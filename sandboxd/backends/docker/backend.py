@@ -467,12 +467,7 @@ class DockerBackend:
         return await runtimes.describe(engine if isinstance(engine, dict) else {})
 
     def pool_status(self) -> PoolStatus:
-        return PoolStatus(
-            size=self.pool.size,
-            ready=self.pool.ready,
-            served=self.pool.served,
-            started=self.pool.made,
-        )
+        return self.pool.status()
 
     async def get(self, instance_id: str) -> SandboxInfo:
         container = await self._find(instance_id)

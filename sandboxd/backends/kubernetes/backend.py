@@ -549,12 +549,7 @@ class KubernetesBackend:
         return DiskLimit(enforced=True, bytes=self.claim_bytes)
 
     def pool_status(self) -> PoolStatus:
-        return PoolStatus(
-            size=self.pool.size,
-            ready=self.pool.ready,
-            served=self.pool.served,
-            started=self.pool.made,
-        )
+        return self.pool.status()
 
     async def get(self, instance_id: str) -> SandboxInfo:
         claim = await self._find_claim(instance_id)

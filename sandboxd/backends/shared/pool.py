@@ -23,6 +23,8 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Generic, TypeVar
 
+from sandboxd.contract.models import PoolStatus
+
 log = logging.getLogger(__name__)
 
 W = TypeVar("W")
@@ -76,6 +78,9 @@ class WarmPool(Generic[W]):
             return 0
         self._forget_old_claims()
         return min(self.ceiling, max(self.floor, len(self._claims)))
+
+    def status(self) -> PoolStatus:
+        return PoolStatus(size=self.size, ready=self.ready, served=self.served, started=self.made)
 
     def start(self) -> None:
         if self.floor > 0 and self._task is None:
