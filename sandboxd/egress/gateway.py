@@ -475,12 +475,18 @@ class Gateway:
             log.exception("egress %s: recording a decision failed", self.instance_id)
 
 
+#: Longest reason carried in a status line (the body has it whole).
+PHRASE_REASON_MAX = 200
+
+
 async def _answer(pipe: Pipe, status: int, reason: str) -> None:
-    """A proxy error answer whose body says why, for the agent to act on."""
-    phrase = {400: "Bad Request", 403: "Forbidden", 502: "Bad Gateway", 503: "Service Unavailable"}
+    """A proxy error answer that says why, for the agent to act on: in the body,
+    and in the status line too, because the tools that meet a refused CONNECT
+    most never show its body (pip prints the status line, git and curl only
+    the code)."""
     body = f"sandboxd egress: {reason}\n".encode()
     head = (
-        f"HTTP/1.1 {status} {phrase.get(status, 'Error')}\r\n"
+        f"{status_line(status, reason)}\r\n"
         "Content-Type: text/plain; charset=utf-8\r\n"
         f"Content-Length: {len(body)}\r\n"
         "X-Sandboxd-Egress: refused\r\n"
@@ -489,6 +495,16 @@ async def _answer(pipe: Pipe, status: int, reason: str) -> None:
     with contextlib.suppress(SandboxdError, OSError):
         await pipe.write(head + body)
         await pipe.shutdown_write()
+
+
+def status_line(status: int, reason: str) -> str:
+    """``HTTP/1.1 403 Forbidden (sandboxd egress: <reason>)``, the reason made
+    printable ASCII (nothing a sandbox sent can split the head) and cut short."""
+    phrase = {400: "Bad Request", 403: "Forbidden", 502: "Bad Gateway", 503: "Service Unavailable"}
+    printable = "".join(c if " " <= c <= "~" else "?" for c in reason)
+    if len(printable) > PHRASE_REASON_MAX:
+        printable = printable[: PHRASE_REASON_MAX - 3] + "..."
+    return f"HTTP/1.1 {status} {phrase.get(status, 'Error')} (sandboxd egress: {printable})"
 
 
 async def _hello_for(flow: Flow, host: str) -> bytes:

@@ -20,7 +20,6 @@ assertion fails.
 from __future__ import annotations
 
 import asyncio
-import datetime
 import json
 import secrets
 import subprocess
@@ -29,16 +28,13 @@ from pathlib import Path
 
 import docker
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from runtime_client.factories import GrpcSandboxFactory
 from sandboxd.contract.models import ExecRequest, Runtime, SandboxOptions
 from sandboxd.contract.network import NetworkPolicy
 from sandboxd.contract.secrets import Secret, placeholder
 from tests.egress_net import EgressHosts
+from tests.egress_tls import make_test_ca, site_requests
 from tests.helpers import Daemon
 
 pytestmark = [pytest.mark.docker, pytest.mark.anyio, pytest.mark.timeout(240)]
@@ -75,57 +71,17 @@ serve(HTTPS_PORT, context)
 """.replace("HTTPS_PORT", str(HTTPS_PORT)).replace("HTTP_PORT", str(HTTP_PORT))
 
 
-def _test_ca(folder: Path, hosts: list[str]) -> Path:
-    """A test CA and a leaf for ``hosts``; returns the CA's certificate file."""
-    now = datetime.datetime.now(datetime.timezone.utc)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "sandboxd test hosts CA")])
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(hours=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .sign(ca_key, hashes.SHA256())
-    )
-    key = ec.generate_private_key(ec.SECP256R1())
-    leaf = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hosts[0])]))
-        .issuer_name(ca_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(hours=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.DNSName(h) for h in hosts]), critical=False
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
-    pem = serialization.Encoding.PEM
-    (folder / "leaf.pem").write_bytes(leaf.public_bytes(pem))
-    (folder / "leaf.key").write_bytes(
-        key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    )
-    (folder / "ca.pem").write_bytes(ca.public_bytes(pem))
-    return folder / "ca.pem"
-
-
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Daemon, EgressHosts, Path]]:
     folder = tmp_path_factory.mktemp("egress-secrets")
     with EgressHosts(folder) as hosts:
         # other.test: the same server, a name no secret is bound to.
         hosts.write_hosts({"other.test": hosts.denied})
-        ca_file = _test_ca(folder, ["allowed.test", "other.test"])
+        tls = make_test_ca(folder, ["allowed.test", "other.test"])
         log = folder / "requests.log"
         (folder / "server.py").write_text(SERVER)
         hosts.serve(
-            ["python3", str(folder / "server.py"), str(folder / "leaf.pem"),
-             str(folder / "leaf.key"), str(log)],
+            ["python3", str(folder / "server.py"), str(tls.cert), str(tls.key), str(log)],
             ready_port=HTTPS_PORT,
         )  # fmt: skip
         daemon = Daemon(
@@ -134,7 +90,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Daemon, Eg
             "--pool-size", "0",
             env={
                 "SANDBOXD_EGRESS_HOSTS_FILE": str(hosts.hosts_file),
-                "SANDBOXD_EGRESS_UPSTREAM_CA": str(ca_file),
+                "SANDBOXD_EGRESS_UPSTREAM_CA": str(tls.ca),
                 "SANDBOXD_LOG_LEVEL": "DEBUG",
             },
         ).start()  # fmt: skip
@@ -148,12 +104,6 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Daemon, Eg
 async def factory(world: tuple[Daemon, EgressHosts, Path]) -> AsyncIterator[GrpcSandboxFactory]:
     async with GrpcSandboxFactory(world[0].target) as made:
         yield made
-
-
-def _requests(log: Path) -> list[dict[str, str]]:
-    if not log.exists():
-        return []
-    return [json.loads(line) for line in log.read_text().splitlines()]
 
 
 def _files_holding(client: docker.DockerClient, container: str, pattern: str) -> list[str]:
@@ -248,7 +198,7 @@ async def test_secret_arrives_as_the_value_and_the_sandbox_holds_no_trace(
         await sh(
             f'curl -sS -o /dev/null -H "Authorization: $TOKEN" http://other.test:{HTTP_PORT}/other'
         )
-        seen = {r["path"]: r for r in _requests(log)}
+        seen = {r["path"]: r for r in site_requests(log)}
         assert seen["/must-show"]["auth"] == f"Bearer {value}"
         assert seen["/a"]["auth"] == f"Bearer {value}-f"
         assert seen["/b"]["auth"] == f"Bearer {value}" and seen["/b"]["body"] == f"b={token}"
@@ -340,6 +290,6 @@ async def test_a_host_whose_certificate_does_not_verify_never_gets_the_value(
         assert out.endswith("\n502"), (out, result.stderr)
         assert "TLS to denied.test failed: certificate verify failed" in out
         assert value not in out
-        assert all(r["path"] != "/wrong-cert" for r in _requests(log))
+        assert all(r["path"] != "/wrong-cert" for r in site_requests(log))
     finally:
         await factory.transport.delete_sandbox(instance)

@@ -3,8 +3,10 @@
 Test hosts live in a network namespace this module makes (tests/egress_net.py):
 ``allowed.test`` and ``denied.test`` on TEST-NET-2 addresses, the veth's host
 end (an address of the daemon's host), names the daemon resolves from a hosts
-file (``SANDBOXD_EGRESS_HOSTS_FILE``). One daemon and one sandbox per runtime
-for the module; every attack runs inside the sandbox, as the sandbox user.
+file (``SANDBOXD_EGRESS_HOSTS_FILE``); both hosts serve HTTP and HTTPS (a
+test CA, tests/egress_tls.py, which the daemon trusts upstream). One daemon
+and one sandbox per runtime for the module; every attack runs inside the
+sandbox, as the sandbox user.
 
 How each was shown to fail with its check removed is said next to it
 ("check removed: ..."); the checks are in sandboxd/egress (rules.py,
@@ -17,6 +19,7 @@ import asyncio
 import contextlib
 import io
 import json
+import secrets
 import subprocess
 import sys
 import time
@@ -28,9 +31,11 @@ import docker
 import pytest
 
 from runtime_client import GrpcSandboxFactory, Sandbox
-from sandboxd.contract.models import NetworkPolicy, Runtime, SandboxOptions
+from sandboxd.contract.models import NetworkDecision, NetworkPolicy, Runtime, SandboxOptions
+from sandboxd.contract.secrets import Secret, placeholder
 from tests.docker_fixtures import IMAGE, RUN_PREFIX
 from tests.egress_net import ECHO, EgressHosts
+from tests.egress_tls import SITE, TlsFiles, make_test_ca, site_requests
 from tests.helpers import Daemon
 
 pytestmark = [pytest.mark.docker, pytest.mark.anyio, pytest.mark.timeout(300)]
@@ -39,6 +44,12 @@ RUNTIMES = [Runtime.RUNC, Runtime.RUNSC]
 #: "::/0" (every IPv6 address): an IPv4-mapped address must still be judged as IPv4.
 ALLOW = ("allowed.test", "rebind.test", "own.test", "meta.test", "169.254.0.0/16", "::/0")
 POLICY = NetworkPolicy(mode="allow", allow=ALLOW)
+#: The test hosts' CA, written into the workspace; the sandbox's env names it for
+#: pip (requests) and git as a user's would. Its own env wins over the variables
+#: naming the daemon's egress CA bundle, which would otherwise win over pip's
+#: ``--cert`` (PIP_CERT too) and git's ``-c http.sslCAInfo``.
+TEST_CA = "test-ca.pem"
+BOX_ENV = {"REQUESTS_CA_BUNDLE": f"/workspace/{TEST_CA}", "GIT_SSL_CAINFO": f"/workspace/{TEST_CA}"}
 #: Attacks this module runs (the count the issue asks for; each test names its own).
 ATTACKS: list[str] = []
 
@@ -129,7 +140,19 @@ def _bare_repo(folder: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EgressHosts]:
+def tls(tmp_path_factory: pytest.TempPathFactory) -> TlsFiles:
+    """The test hosts' CA and their certificate (both names: denied.test would
+    serve too, were it allowed)."""
+    return make_test_ca(tmp_path_factory.mktemp("egress-tls"), ["allowed.test", "denied.test"])
+
+
+def _https_log(tls: TlsFiles) -> Path:
+    """The HTTPS site's requests (tests.egress_tls.SITE), both hosts."""
+    return tls.ca.parent / "https.log"
+
+
+@pytest.fixture(scope="module")
+def hosts(tmp_path_factory: pytest.TempPathFactory, tls: TlsFiles) -> Iterator[EgressHosts]:
     folder = tmp_path_factory.mktemp("egress")
     site = folder / "site"
     site.mkdir()
@@ -144,6 +167,13 @@ def hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EgressHosts]:
                 ready_port=80,
                 address=address,
             )
+            net.serve(
+                [sys.executable, "-c", SITE, address, "443", str(tls.cert), str(tls.key),
+                 str(_https_log(tls))],
+                cwd=site,
+                ready_port=443,
+                address=address,
+            )  # fmt: skip
         net.serve([sys.executable, "-c", ECHO, net.allowed, "7"], ready_port=7)
         net.serve([sys.executable, "-c", TRICKLE, net.allowed, "81"], ready_port=81)
         yield net
@@ -151,7 +181,10 @@ def hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EgressHosts]:
 
 @pytest.fixture(scope="module")
 def egress_daemon(
-    hosts: EgressHosts, docker_client: docker.DockerClient, tmp_path_factory: pytest.TempPathFactory
+    hosts: EgressHosts,
+    tls: TlsFiles,
+    docker_client: docker.DockerClient,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Daemon]:
     folder = tmp_path_factory.mktemp("egress-daemon")
     process = Daemon(
@@ -160,24 +193,27 @@ def egress_daemon(
         "--image", IMAGE,
         "--pool-size", "0",
         "--drain-seconds", "2",
-        env={"SANDBOXD_EGRESS_HOSTS_FILE": str(hosts.hosts_file)},
+        env={
+            "SANDBOXD_EGRESS_HOSTS_FILE": str(hosts.hosts_file),
+            # Its own TLS to a host with a secret (interception) trusts the test CA.
+            "SANDBOXD_EGRESS_UPSTREAM_CA": str(tls.ca),
+        },
     ).start()  # fmt: skip
     yield process
     process.stop()
 
 
 @pytest.fixture(scope="module", params=RUNTIMES, ids=lambda r: r.value)
-def box_id(request: pytest.FixtureRequest, egress_daemon: Daemon) -> Iterator[str]:
+def box_id(request: pytest.FixtureRequest, egress_daemon: Daemon, tls: TlsFiles) -> Iterator[str]:
     """One sandbox per runtime for the module (created once; each test attaches)."""
     runtime: Runtime = request.param
     instance_id = f"egress-{runtime.value}"
 
     async def create() -> None:
-        options = SandboxOptions(runtime=runtime, network=POLICY)
+        options = SandboxOptions(runtime=runtime, network=POLICY, env=BOX_ENV)
         async with GrpcSandboxFactory(egress_daemon.target, options=options) as factory:
             box = await factory.create_sandbox(instance_id)
-            for name, text in (("probe.py", PROBE), ("hello.py", HELLO)):
-                await box.write_file(name, text.encode())
+            await _write_files(box, tls)
 
     async def delete() -> None:
         async with GrpcSandboxFactory(egress_daemon.target) as factory:
@@ -186,6 +222,11 @@ def box_id(request: pytest.FixtureRequest, egress_daemon: Daemon) -> Iterator[st
     asyncio.run(create())
     yield instance_id
     asyncio.run(delete())
+
+
+async def _write_files(box: Sandbox, tls: TlsFiles) -> None:
+    for name, text in (("probe.py", PROBE), ("hello.py", HELLO), (TEST_CA, tls.ca.read_text())):
+        await box.write_file(name, text.encode())
 
 
 @pytest.fixture
@@ -498,8 +539,102 @@ async def test_git_clone_through_an_allow_rule_and_refused_without(box: Sandbox)
     assert code != 0 and "403" in out, out
 
 
+# ------------------------------------------------------------ real tools over HTTPS
+# Through a CONNECT tunnel whose ClientHello's SNI the gateway checks; the
+# sandbox trusts the test hosts' CA from its env (BOX_ENV).
+
+#: What the agent reads when a CONNECT is refused: pip (Python's http.client)
+#: prints the status line; git and curl print only the code.
+REFUSED_LINE = "403 Forbidden (sandboxd egress: denied.test is not in this sandbox's allow list)"
+
+
+def _tunnelled(log: list[NetworkDecision], host: str) -> bool:
+    return any((e.host, e.port, e.via, e.allowed) == (host, 443, "connect", True) for e in log)
+
+
+async def test_pip_install_over_https_through_an_allow_rule_and_refused_without(
+    box: Sandbox, tls: TlsFiles
+) -> None:
+    index = "--index-url https://{host}/simple --no-cache-dir"
+    code, out = await _sh(
+        box, f"pip3 install -q --target /tmp/pkgs-https {index.format(host='allowed.test')} "
+        "egressprobe && PYTHONPATH=/tmp/pkgs-https python3 -c "
+        "'import egressprobe; print(egressprobe.ANSWER)'",
+        180_000,
+    )  # fmt: skip
+    assert code == 0 and out.strip().endswith("42"), out
+    assert _tunnelled(await box.network_log(), "allowed.test")
+    served = [(r["host"], r["path"]) for r in site_requests(_https_log(tls))]
+    assert ("allowed.test", "/simple/egressprobe/") in served
+    # --retries 1: one warning (pip's default retries say the same five times).
+    code, out = await _sh(
+        box, f"pip3 install --retries 1 --target /tmp/pkgs-https2 "
+        f"{index.format(host='denied.test')} egressprobe 2>&1",
+        180_000,
+    )  # fmt: skip
+    assert code != 0, out
+    assert f"Tunnel connection failed: {REFUSED_LINE}" in out, out
+    assert "No matching distribution found for egressprobe" in out
+    assert all(r["host"] != "denied.test" for r in site_requests(_https_log(tls)))
+
+
+async def test_git_clone_over_https_through_an_allow_rule_and_refused_without(
+    box: Sandbox, tls: TlsFiles
+) -> None:
+    code, out = await _sh(
+        box, "rm -rf r3 && git clone -q https://allowed.test/repo.git r3 && cat r3/README"
+    )
+    assert (code, out) == (0, "through the gateway\n"), out
+    assert _tunnelled(await box.network_log(), "allowed.test")
+    code, out = await _sh(box, "git clone -q https://denied.test/repo.git r4 2>&1")
+    assert code != 0
+    assert out == (
+        "fatal: unable to access 'https://denied.test/repo.git/': "
+        "CONNECT tunnel failed, response 403\n"
+    )
+    # git only gives the code; curl -v shows the reason in the proxy's status line.
+    _, out = await _sh(box, "curl -sSv https://denied.test/repo.git/info/refs 2>&1")
+    assert f"< HTTP/1.1 {REFUSED_LINE}" in out, out
+    assert all(r["host"] != "denied.test" for r in site_requests(_https_log(tls)))
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES, ids=lambda r: r.value)
+async def test_git_clone_over_https_sends_a_secret_in_place_of_its_placeholder(
+    egress_daemon: Daemon, tls: TlsFiles, runtime: Runtime
+) -> None:
+    """A secret bound to allowed.test: the daemon terminates the sandbox's TLS
+    with its own CA (which the sandbox trusts; it holds no test CA at all) and
+    makes its own to the host, trusting the test CA (SANDBOXD_EGRESS_UPSTREAM_CA);
+    git's header carries the placeholder, the host sees the value.
+    check removed: RequestRewriter's replacement -> the host logs the
+    placeholder; SANDBOXD_EGRESS_UPSTREAM_CA unset -> git reads a 502."""
+    value = "sbxd-real-" + secrets.token_hex(16)
+    options = SandboxOptions(
+        runtime=runtime,
+        network=NetworkPolicy(mode="allow", allow=("allowed.test",)),
+        secrets=(Secret("TOKEN", value, ("allowed.test",), env="TOKEN"),),
+    )
+    async with GrpcSandboxFactory(egress_daemon.target, options=options) as factory:
+        instance = f"egress-secret-{runtime.value}"
+        box = await factory.create_sandbox(instance)
+        try:
+            before = len(site_requests(_https_log(tls)))
+            code, out = await _sh(
+                box, 'git -c http.extraHeader="Authorization: Bearer $TOKEN" '
+                "clone -q https://allowed.test/repo.git r && cat r/README && echo $TOKEN",
+            )  # fmt: skip
+            assert code == 0, out
+            readme, token = out.splitlines()
+            assert (readme, token) == ("through the gateway", placeholder(instance, "TOKEN"))
+            seen = site_requests(_https_log(tls))[before:]
+            assert seen and {r["auth"] for r in seen} == {f"Bearer {value}"}, seen
+            assert {r["host"] for r in seen} == {"allowed.test"}
+        finally:
+            await box.delete()
+
+
 async def test_the_proxy_listens_when_create_and_restart_return(
-    box: Sandbox, egress_daemon: Daemon, box_id: str
+    box: Sandbox, egress_daemon: Daemon, box_id: str, tls: TlsFiles
 ) -> None:
     """A workload started right after a create (or a restart) finds its proxy:
     the service answers once the gateway listens (``Gateways.ready``). With that
@@ -516,8 +651,7 @@ async def test_the_proxy_listens_when_create_and_restart_return(
     await box.restart()
     code, out = await _sh(box, "curl -sS http://allowed.test/hello.txt 2>&1")
     assert (code, out) == (0, "hello from the test host\n")
-    for name, text in (("probe.py", PROBE), ("hello.py", HELLO)):  # /workspace stays; be sure
-        await box.write_file(name, text.encode())
+    await _write_files(box, tls)  # /workspace stays; be sure
 
 
 async def test_the_gateway_comes_back_after_a_daemon_restart(

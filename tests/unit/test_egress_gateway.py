@@ -21,7 +21,7 @@ import pytest
 
 from sandboxd.backends.shared.pipes import Listener
 from sandboxd.contract.network import NetworkDecision, NetworkPolicy
-from sandboxd.egress.gateway import Gateway
+from sandboxd.egress.gateway import PHRASE_REASON_MAX, Gateway, status_line
 from sandboxd.egress.limits import Limits, LoopPacer, RateLimiter
 from sandboxd.egress.resolver import HostsResolver
 
@@ -198,7 +198,11 @@ async def test_a_refused_connect_says_why(hosts: Path, upstream: dict[str, list[
         pipe = h.open()
         pipe.send(b"CONNECT denied.test:8765 HTTP/1.1\r\n\r\n")
         answer = await pipe.recv_all()
-        assert answer.startswith(b"HTTP/1.1 403 Forbidden\r\n")
+        # The status line says why too: pip shows it, never a refused CONNECT's body.
+        assert answer.startswith(
+            b"HTTP/1.1 403 Forbidden (sandboxd egress: denied.test is not in this sandbox's "
+            b"allow list)\r\n"
+        )
         assert answer.endswith(
             b"\r\n\r\nsandboxd egress: denied.test is not in this sandbox's allow list\n"
         )
@@ -238,9 +242,21 @@ async def test_malformed_requests_are_refused(
         pipe = h.open()
         pipe.send(head)
         answer = await pipe.recv_all()
-        assert answer.startswith(b"HTTP/1.1 400 Bad Request\r\n")
+        assert answer.startswith(b"HTTP/1.1 400 Bad Request (sandboxd egress: ")
         assert why in answer
+        assert answer.count(b"\r\n\r\n") == 1  # what the request held never splits the head
         assert upstream[ALLOWED] == upstream[DENIED] == []
+
+
+def test_the_status_line_carries_a_printable_reason_only() -> None:
+    """The reason goes into the head: a CR, LF, NUL or non-ASCII character
+    from anywhere becomes ``?`` (no header injected into the sandbox's own
+    client), and a long one is cut (the body keeps it whole)."""
+    line = status_line(400, "x\r\nSet-Cookie: a=b\x00 \u0430llowed.test")
+    assert line == "HTTP/1.1 400 Bad Request (sandboxd egress: x??Set-Cookie: a=b? ?llowed.test)"
+    long = status_line(403, "y" * 1000)
+    assert len(long) < PHRASE_REASON_MAX + 50 and long.endswith("...)")
+    assert status_line(418, "why").startswith("HTTP/1.1 418 Error (")
 
 
 async def test_plain_http_goes_upstream_in_origin_form(
