@@ -36,7 +36,7 @@ rm -rf "$out.tmp"
 mkdir -p "$out.tmp/kube-router" "$out.tmp/gvisor-shim" "$out.tmp/src"
 start=$SECONDS
 log "building $KUBE_ROUTER_PKG"
-GOBIN="$out.tmp/kube-router" go install -trimpath -ldflags "$kube_router_ldflags" "$KUBE_ROUTER_PKG"
+GOBIN="$out.tmp/kube-router" nice -n 10 go install -trimpath -ldflags "$kube_router_ldflags" "$KUBE_ROUTER_PKG"
 
 log "building gVisor's containerd shim ($(awk '$1 == "require" {print $3}' "$SHIM_SRC/go.mod"))"
 # Go overlays no file of the module cache, so the shim builds from a vendor
@@ -45,7 +45,7 @@ cp "$SHIM_SRC/go.mod" "$SHIM_SRC/go.sum" "$SHIM_SRC/main.go" "$out.tmp/src/"
 (cd "$out.tmp/src" && go mod vendor)
 [ -f "$out.tmp/src/$SHIM_OVERLAID" ] || die "the gVisor shim's dependencies have no $SHIM_OVERLAID to overlay"
 printf '{"Replace": {"%s": "%s"}}\n' "$out.tmp/src/$SHIM_OVERLAID" "$SHIM_SRC/oom_unix.go" >"$out.tmp/src/overlay.json"
-(cd "$out.tmp/src" && GOFLAGS=-mod=vendor go build -trimpath -overlay overlay.json -ldflags "$shim_ldflags" \
+(cd "$out.tmp/src" && GOFLAGS=-mod=vendor nice -n 10 go build -trimpath -overlay overlay.json -ldflags "$shim_ldflags" \
     -o "$out.tmp/gvisor-shim/containerd-shim-runsc-v1" .)
 rm -rf "$out.tmp/src"
 rm -rf "$out"

@@ -39,7 +39,7 @@ rm -rf "$out.tmp"
 mkdir -p "$out.tmp"
 log "building Kubernetes $version (${COMMANDS[*]}) into $out; from cold this takes tens of minutes on 2 cores"
 start=$SECONDS
-(cd "$K8S_DIR/kube" && go build -trimpath -tags "$tags" -ldflags "all=$ldflags" -o "$out.tmp/kube" .)
+(cd "$K8S_DIR/kube" && nice -n 10 go build -trimpath -tags "$tags" -ldflags "all=$ldflags" -o "$out.tmp/kube" .)
 for c in "${COMMANDS[@]}"; do ln -sfn kube "$out.tmp/$c"; done
 rm -rf "$out"
 mv "$out.tmp" "$out"

@@ -212,6 +212,14 @@ remove_containers() {
     done
 }
 
+any_running() {
+    local c
+    for c in "${COMPONENTS[@]}"; do
+        [ -z "$(component_pid "$c")" ] || return 0
+    done
+    return 1
+}
+
 cmd_status() {
     local c pid rc=0
     for c in "${COMPONENTS[@]}"; do
@@ -247,7 +255,11 @@ main() {
         up) cmd_up ;;
         down) BIN="$("$K8S_DIR/build.sh")"; TOOLS="$("$K8S_DIR/build-tools.sh")"; resolve_debs_offline; cmd_down ;;
         purge) BIN="$("$K8S_DIR/build.sh")"; TOOLS="$("$K8S_DIR/build-tools.sh")"; resolve_debs_offline; cmd_purge ;;
-        status) resolve_binaries; cmd_status ;;
+        status)
+            # Nothing running needs no binaries: on a fresh machine this
+            # answers at once instead of building Kubernetes first.
+            if ! any_running; then cmd_status; return; fi
+            resolve_binaries; cmd_status ;;
         stop) [ $# -eq 1 ] || die "usage: $0 stop COMPONENT"; known_component "$1"; resolve_binaries; stop_component "$1" ;;
         start) [ $# -eq 1 ] || die "usage: $0 start COMPONENT"; resolve_binaries; cmd_start "$1" ;;
         restart)

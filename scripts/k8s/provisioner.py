@@ -130,8 +130,16 @@ class ApiError(Exception):
 # ---- the host side of a volume -----------------------------------------------------
 
 
+#: No host command may hold the one loop: a hung one (umount, fsfreeze)
+#: would stop every claim behind it from being served.
+RUN_TIMEOUT_S = 120
+
+
 def run(*argv: str, ok: tuple[int, ...] = (0,)) -> str:
-    result = subprocess.run(argv, capture_output=True, text=True)
+    try:
+        result = subprocess.run(argv, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise ProvisionError(f"{' '.join(argv)}: no answer in {RUN_TIMEOUT_S} s") from None
     if result.returncode not in ok:
         raise ProvisionError(f"{' '.join(argv)}: {result.stderr.strip() or result.stdout.strip()}")
     return result.stdout
@@ -184,6 +192,7 @@ class Provisioner:
         # The last failure reported per claim: a claim that keeps failing
         # gets one event per distinct reason, not one per pass.
         self.reported: dict[str, str] = {}
+        self.first_pass_done = False
         os.makedirs(self.images, exist_ok=True)
         os.makedirs(self.mounts, exist_ok=True)
 
@@ -203,8 +212,21 @@ class Provisioner:
             if pv["metadata"].get("annotations", {}).get("pv.kubernetes.io/provisioned-by")
             == PROVISIONER
         }
+        # Claims before releases (a Pod waits on each claim; a release can
+        # wait), except on the first pass: volumes made before a restart are
+        # mounted again before the kubelet, started after it, runs a Pod.
+        first, self.first_pass_done = not self.first_pass_done, True
+        if first:
+            self.reconcile_volumes(ours)
+        self.provision_pending(classes, ours)
+        if not first:
+            self.reconcile_volumes(ours)
+
+    def reconcile_volumes(self, ours: dict[str, Any]) -> None:
         for pv in ours.values():
             self.reconcile_volume(pv)
+
+    def provision_pending(self, classes: dict[str, Any], ours: dict[str, Any]) -> None:
         for pvc in self.api.call("GET", "/api/v1/persistentvolumeclaims")["items"]:
             spec, meta = pvc["spec"], pvc["metadata"]
             if (

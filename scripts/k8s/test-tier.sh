@@ -39,6 +39,16 @@ run)
     fi
     status=0
     SANDBOXD_K8S_TESTS=1 "$@" || status=$?
+    if [ "$status" != 0 ]; then
+        # What CI keeps is this output: the cluster's side of a failure,
+        # before the cluster (and its logs' context) is gone.
+        echo "[k8s] the tier failed; the cluster's recent events and logs:" >&2
+        "$CLUSTER" kubectl get events -A --sort-by=.lastTimestamp 2>&1 | tail -n 40 >&2 || true
+        for component in provisioner kube-scheduler kubelet; do
+            echo "[k8s] --- $component (last lines)" >&2
+            tail -n 15 "${SANDBOXD_K8S_LOGS:-/var/log/sandboxd-k8s}/$component.log" >&2 || true
+        done
+    fi
     if [ ! -f "$RUN/found-up" ]; then
         "$CLUSTER" down || status=$?
     fi

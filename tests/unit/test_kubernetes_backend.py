@@ -224,3 +224,25 @@ def test_an_unschedulable_pod_is_a_verdict_unless_its_claim_is_on_the_way() -> N
         "0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims.",
     ):
         workspace._raise_if_hopeless(_unschedulable(message), {})
+
+
+def test_a_pod_that_does_not_start_says_what_holds_it_back() -> None:
+    from sandboxd.backends.kubernetes.workspace import _why_pending
+
+    pod = _unschedulable("0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims.")
+    pod["status"]["phase"] = "Pending"  # type: ignore[index]
+    assert _why_pending(pod) == (
+        "phase Pending; PodScheduled false (Unschedulable: 0/1 nodes are available: "
+        "pod has unbound immediate PersistentVolumeClaims.)"
+    )
+    waiting = {
+        "status": {
+            "phase": "Pending",
+            "conditions": [{"type": "PodScheduled", "status": "True"}],
+            "containerStatuses": [
+                {"name": manifests.CONTAINER, "state": {"waiting": {"reason": "ContainerCreating"}}}
+            ],
+        }
+    }
+    assert _why_pending(waiting) == "phase Pending; container waiting: ContainerCreating"
+    assert _why_pending({}) == "phase unknown"

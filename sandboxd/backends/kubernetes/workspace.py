@@ -93,6 +93,22 @@ def _container_status(pod: Mapping[str, Any]) -> Mapping[str, Any]:
     return {}
 
 
+def _why_pending(pod: Mapping[str, Any]) -> str:
+    """What holds a Pod back, as its status says: phase, conditions not met, waiting reason."""
+    status = pod.get("status") or {}
+    parts = [f"phase {status.get('phase') or 'unknown'}"]
+    for condition in status.get("conditions") or []:
+        if condition.get("status") != "True":
+            detail = condition.get("reason") or ""
+            if condition.get("message"):
+                detail += f": {condition['message']}"
+            parts.append(f"{condition.get('type')} false" + (f" ({detail})" if detail else ""))
+    waiting = (_container_status(pod).get("state") or {}).get("waiting") or {}
+    if waiting:
+        parts.append(f"container waiting: {waiting.get('reason', '')} {waiting.get('message', '')}")
+    return "; ".join(part.strip() for part in parts)
+
+
 def _started_at(pod: Mapping[str, Any]) -> float | None:
     """Seconds since the workspace container started (None: not running)."""
     running = (_container_status(pod).get("state") or {}).get("running") or {}
@@ -422,7 +438,7 @@ class KubernetesWorkspace(ChannelCalls, PipeEndpoints):
             if time.monotonic() > deadline:
                 raise Timeout(
                     f"the Pod of sandbox {self._instance_id!r} did not start in "
-                    f"{self._settings.start_timeout_s:.0f} s (phase {phase})"
+                    f"{self._settings.start_timeout_s:.0f} s ({_why_pending(pod)})"
                 )
             await asyncio.sleep(POLL_S)
 
