@@ -229,7 +229,8 @@ def test_an_unschedulable_pod_is_a_verdict_unless_its_claim_is_on_the_way() -> N
 def test_a_pod_that_does_not_start_says_what_holds_it_back() -> None:
     from sandboxd.backends.kubernetes.workspace import _why_pending
 
-    pod = _unschedulable("0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims.")
+    unbound = "0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims."
+    pod = _unschedulable(unbound)
     pod["status"]["phase"] = "Pending"  # type: ignore[index]
     assert _why_pending(pod) == (
         "phase Pending; PodScheduled false (Unschedulable: 0/1 nodes are available: "
