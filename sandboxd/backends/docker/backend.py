@@ -722,12 +722,12 @@ class DockerBackend:
             container = await self._find(instance_id)
             if container is None:
                 raise unknown_instance(instance_id)
-            snapshot, volume = await _thread(
-                snapshots.find, self.client, self.settings.namespace, tenant, name
+            (snapshot, volume), target = await asyncio.gather(
+                _thread(snapshots.find, self.client, self.settings.namespace, tenant, name),
+                self._volume_attrs(container),
             )
             snapshot_image = snapshots.image_of(volume)
             folder = str(volume.attrs.get("Mountpoint") or "")
-            target = await self._volume_attrs(container)
             target_image = (target.get("Labels") or {}).get(disk.DISK_LABEL)
             if target_image:
                 size = await anyio.to_thread.run_sync(os.path.getsize, target_image)

@@ -12,6 +12,7 @@ once at start, so a host without it is known (and said) before any create.
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import os
 import subprocess
@@ -20,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from sandboxd.backends.shared import clone
+from sandboxd.backends.shared import clone, sparse
 from sandboxd.contract.errors import ResourceExhausted, SandboxUnavailable
 
 #: Label on the volume naming its image file, so deletion finds it again.
@@ -277,16 +278,34 @@ def allocated(image: Path) -> int:
     return image.stat().st_blocks * 512
 
 
+def _cp_image(source: Path, target: Path) -> None:
+    _run(
+        "cp", "--reflink=auto", "--sparse=always", "--", str(source), str(target), timeout=3600
+    )  # fmt: skip
+
+
 def overwrite(source: Path, target: Path, device: str) -> str:
     """Make the workspace image ``target`` (attached at ``device``, mounted by
     no one: its container is stopped) a copy of ``source``, in place: the
     device stays bound to the same file. Its cached blocks are dropped after
     (``blockdev --flushbufs``), so the next mount reads the copy, not what
-    the device saw before. Returns ``image-reflink`` or ``image-copy``."""
-    method = "image-reflink" if _reflinks(str(target.parent)) else "image-copy"
-    _run(
-        "cp", "--reflink=auto", "--sparse=always", "--", str(source), str(target), timeout=3600
-    )  # fmt: skip
+    the device saw before. Returns ``image-reflink`` or ``image-copy``.
+
+    Without reflinks the data is written into the blocks ``target`` already
+    has (``sparse.overwrite``), not truncated and allocated again by ``cp``."""
+    if _reflinks(str(target.parent)):
+        method = "image-reflink"
+        _cp_image(source, target)
+    else:
+        method = "image-copy"
+        try:
+            sparse.overwrite(str(source), str(target))
+        except OSError as exc:
+            if exc.errno == errno.ENOSPC:
+                raise ResourceExhausted(f"no space left to restore the disk image: {exc}") from exc
+            if exc.errno not in sparse.UNSUPPORTED:
+                raise SandboxUnavailable(f"restoring the disk image failed: {exc}") from exc
+            _cp_image(source, target)
     _run("blockdev", "--flushbufs", device)
     return method
 
