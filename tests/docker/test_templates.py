@@ -7,9 +7,12 @@ the namespace's label and are removed after."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
+import re
 import secrets
 import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,7 +22,7 @@ import docker.errors
 import httpx
 import pytest
 
-from runtime_client import GrpcSandboxFactory, InvalidArgument, Sandbox
+from runtime_client import GrpcSandboxFactory, InvalidArgument, Sandbox, Timeout
 from runtime_client.templates import build_template, context_of, template_from_snapshot
 from sandboxd.backends.docker.templates import REPOSITORY
 from sandboxd.backends.shared import labels
@@ -128,3 +131,69 @@ async def test_a_template_is_built_used_cached_and_checked(
         await http.aclose()
         left = docker_client.images.list(filters={"label": f"{labels.NAMESPACE}={namespace}"})
         assert sorted(i.tags[0] for i in left) == sorted([built.image, committed.image])
+
+
+async def test_a_build_over_its_time_limit_is_stopped_and_leaves_nothing(
+    daemon_factory: type[Daemon], docker_client: docker.DockerClient, namespace: str, tmp_path: Path
+) -> None:
+    folder = tmp_path / "slow"
+    folder.mkdir()
+    # A first step that commits an image (new each run: no cache), then one
+    # that outlasts the limit.
+    (folder / "Dockerfile").write_text(
+        f"FROM {IMAGE}\nRUN echo {secrets.token_hex(8)} > /tmp/marker\nRUN sleep 60\n"
+    )
+    args = ("--namespace", namespace, "--image", IMAGE, "--pool-size", "0")
+    env = {"SANDBOXD_TEMPLATE_BUILD_TIMEOUT_S": "3"}
+    daemon = await anyio.to_thread.run_sync(
+        daemon_factory(tmp_path / "t.sock", *args, env=env).start
+    )
+    async with GrpcSandboxFactory(daemon.target) as factory:
+        lines: list[str] = []
+        started = time.monotonic()
+        with pytest.raises(Timeout, match=r"time limit of 3 s.*TEMPLATE_BUILD_TIMEOUT_S"):
+            await build_template(factory.transport, folder, log=lines.append)
+        assert time.monotonic() - started < 30
+        assert any("RUN sleep 60" in line for line in lines)
+        # What the build made, from its own log: the step containers and the
+        # image of its first RUN. None is left, nor a tag.
+        containers = [line.split()[-1] for line in lines if "---> Running in" in line]
+        images = [line.split()[-1] for line in lines if re.fullmatch(r" ---> [0-9a-f]{12}", line)]
+        assert len(containers) == 2 and len(images) == 2  # the base image's, then the first RUN's
+        for container in containers:
+            with pytest.raises(docker.errors.NotFound):
+                docker_client.containers.get(container)
+        with pytest.raises(docker.errors.ImageNotFound):
+            docker_client.images.get(images[1])
+        docker_client.images.get(images[0])  # the base, untouched
+        assert docker_client.images.list(filters={"reference": f"{REPOSITORY}:{namespace}-*"}) == []
+        # A caller that goes away mid-build stops it the same way (before the limit).
+        (folder / "Dockerfile").write_text(f"FROM {IMAGE}\nRUN sleep 60\n")
+        seen: list[str] = []
+        running = anyio.Event()
+
+        def note(line: str) -> None:
+            if "---> Running in" in line:
+                seen.append(line.split()[-1])
+                running.set()
+
+        with anyio.move_on_after(20):
+            async with anyio.create_task_group() as group:
+                group.start_soon(
+                    functools.partial(build_template, log=note), factory.transport, folder
+                )
+                await running.wait()
+                group.cancel_scope.cancel()
+        assert seen, "the build's step container never showed"
+
+        def left() -> list[object]:
+            return docker_client.containers.list(all=True, filters={"id": seen})
+
+        for _ in range(100):
+            if not left():
+                break
+            await anyio.sleep(0.1)
+        assert left() == []
+        # The daemon serves on: a sandbox still starts.
+        await factory.transport.create_sandbox("after", SandboxOptions())
+        await factory.transport.delete_sandbox("after")

@@ -85,3 +85,33 @@ def test_the_dockerfile_is_read_from_the_context_and_the_digest_follows_content(
     (tmp_path / "bad.tar").write_bytes(b"not a tar at all" * 100)
     with pytest.raises(InvalidArgument, match="not a tar stream"):
         templates.dockerfile_of(tmp_path / "bad.tar", "Dockerfile")
+
+
+def test_a_build_counts_as_its_own_only_the_images_its_steps_committed() -> None:
+    """Build._note: a cached step's image (another build's) and the base are
+    not this build's to remove; a committed one is."""
+    build = templates.Build(client=None)  # type: ignore[arg-type]
+    log = [
+        "Step 1/4 : FROM sandboxd-workspace:latest",
+        " ---> dbcc74723cf3",
+        "Step 2/4 : RUN echo cached",
+        " ---> Using cache",
+        " ---> 4d055e677a8e",
+        "Step 3/4 : RUN make",
+        " ---> Running in 7018f1cbc2e2",
+        "built",
+        "Removing intermediate container 7018f1cbc2e2",
+        " ---> 923ec752a5ed",
+        "Step 4/4 : RUN sleep 60",
+        " ---> Running in a47f9f457df3",
+    ]
+    for line in log:
+        build._note(line)
+    assert build.committed == ["923ec752a5ed"]
+    assert build.containers == ["7018f1cbc2e2", "a47f9f457df3"]
+
+
+def test_an_image_creation_time_is_read_with_nanoseconds() -> None:
+    created = templates._created({"Created": "2026-12-02T15:15:36.614491545Z"})
+    assert created == pytest.approx(1796224536.614491, abs=1e-3)
+    assert templates._created({"Created": "garbage"}) == 0.0

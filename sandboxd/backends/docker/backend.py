@@ -36,7 +36,12 @@ from sandboxd.backends.shared.errors import unknown_instance
 from sandboxd.backends.shared.options import check_same, effective, overridden
 from sandboxd.backends.shared.pool import WarmPool
 from sandboxd.backends.shared.session import stop_idle_workspaces
-from sandboxd.contract.errors import AlreadyExists, InvalidArgument, SandboxUnavailable
+from sandboxd.contract.errors import (
+    AlreadyExists,
+    InvalidArgument,
+    SandboxUnavailable,
+    Timeout,
+)
 from sandboxd.contract.models import (
     DiskLimit,
     ForkResult,
@@ -840,17 +845,20 @@ class DockerBackend:
     async def _build(
         self, context: Path, dockerfile: str, tag: str, digest: str, network: bool
     ) -> AsyncIterator[str]:
-        """The engine's build in a thread, its log lines handed over as they come."""
+        """The engine's build in a thread, its log lines handed over as they
+        come, within the operator's time limit. A build that makes no
+        template (over its limit, failed, or its caller gone) is stopped
+        and what it made removed before this returns."""
         loop = asyncio.get_running_loop()
         lines: asyncio.Queue[str | BaseException | None] = asyncio.Queue()
+        build = templates.Build(self.client)
 
         def run() -> None:
             def emit(line: str) -> None:
                 loop.call_soon_threadsafe(lines.put_nowait, line)
 
             try:
-                templates.build(
-                    self.client,
+                build.run(
                     context,
                     dockerfile=dockerfile,
                     tag=tag,
@@ -875,14 +883,36 @@ class DockerBackend:
             else:
                 loop.call_soon_threadsafe(lines.put_nowait, None)
 
+        limit = self.settings.template_build_timeout_s
+        deadline = loop.time() + limit
         worker = asyncio.ensure_future(anyio.to_thread.run_sync(run))
+        made = False
         try:
-            while (item := await lines.get()) is not None:
+            while True:
+                try:
+                    # A deadline per wait, not asyncio.timeout around the loop:
+                    # this generator is suspended in its caller's task at each yield.
+                    item = await asyncio.wait_for(lines.get(), max(deadline - loop.time(), 0))
+                except TimeoutError:
+                    raise Timeout(
+                        f"the template build ran over its time limit of {limit:g} s "
+                        "(SANDBOXD_TEMPLATE_BUILD_TIMEOUT_S): it was stopped and what it "
+                        "had made removed; make its slow steps faster, or ask the operator "
+                        "for a longer limit"
+                    ) from None
+                if item is None:
+                    made = True
+                    return
                 if isinstance(item, BaseException):
                     raise item
                 yield item
         finally:
+            if not made:
+                build.stop()
             await asyncio.shield(worker)
+            if not made:
+                removed = await _thread(build.remove_leftovers, tag)
+                log.info("template build %s made nothing: removed %d image(s)", tag, len(removed))
 
     def _ours(self, found_labels: Mapping[str, str] | None) -> bool:
         """Made by a daemon of this namespace: nothing else is ever removed

@@ -36,6 +36,13 @@ class DockerSettings(ContainerSettings):
         description="template builds (BuildTemplate) may use the network: their RUN steps "
         "get Docker's bridge, and ADD may fetch URLs (off: no network at all)",
     )
+    template_build_timeout_s: float = Field(
+        600.0,
+        gt=0,
+        description="longest a template build (BuildTemplate, TemplateFromSnapshot) may run: "
+        "over it, the build is stopped, what it made removed, and the caller answered "
+        "DEADLINE_EXCEEDED",
+    )
     pool_size: int = Field(
         2,
         ge=0,

@@ -14,6 +14,11 @@ What a build may do is decided before it starts, from the Dockerfile:
   ``ADD`` of a URL (fetched by the engine itself, outside any container) is
   refused without it.
 
+A build runs within the operator's time limit
+(``SANDBOXD_TEMPLATE_BUILD_TIMEOUT_S``); one that makes no template (over
+the limit, failed, or its caller gone) is stopped and the images it
+committed are removed (``Build``).
+
 The tag is the content's digest (the Dockerfile's path, the context's
 bytes, the network setting, each base image's id), so the same build twice
 finds its image and runs nothing. The result is checked for what the
@@ -24,12 +29,18 @@ them, with the reason.
 from __future__ import annotations
 
 import contextlib
+import datetime
 import hashlib
 import io
+import json
 import re
+import socket
 import tarfile
+import threading
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import docker
 import docker.errors
@@ -157,41 +168,156 @@ def digest(context: Path, dockerfile: str, network: bool, base_ids: list[str]) -
     return hasher.hexdigest()
 
 
-def build(
-    client: docker.DockerClient,
-    context: Path,
-    *,
-    dockerfile: str,
-    tag: str,
-    labels: Mapping[str, str],
-    network: bool,
-    memory_bytes: int,
-    emit: Callable[[str], None],
-) -> None:
-    """Run the build, each log line to ``emit``; a failed build is the
-    caller's Dockerfile's: InvalidArgument with the engine's words."""
-    with context.open("rb") as handle:
-        stream = client.api.build(
-            fileobj=handle,
-            custom_context=True,
-            dockerfile=dockerfile,
-            tag=tag,
-            labels=dict(labels),
-            network_mode="bridge" if network else "none",
-            pull=False,
-            rm=True,
-            forcerm=True,
-            decode=True,
-            container_limits={"memory": memory_bytes, "memswap": memory_bytes},
-        )
-        for event in stream:
-            if "error" in event:
-                raise InvalidArgument(f"the template build failed: {str(event['error'])[:2000]}")
-            text = event.get("stream")
-            if isinstance(text, str):
-                for line in text.splitlines():
-                    if line.strip():
-                        emit(line[:MAX_LINE])
+class Build:
+    """One engine build, which another thread may stop (``stop``), and what
+    it made, read from its log, so a build that made no template can take
+    its intermediate images away again (``remove_leftovers``)."""
+
+    #: The classic builder's own lines: a step's container, then the image it committed.
+    _RUNNING = re.compile(r"^ ---> Running in ([0-9a-f]{12,64})$")
+    _COMMITTED = re.compile(r"^ ---> ([0-9a-f]{12,64})$")
+
+    def __init__(self, client: docker.DockerClient) -> None:
+        self._client = client
+        self._started = time.time()
+        self._lock = threading.Lock()
+        self._response: Any = None
+        self._stopped = False
+        self._stepping = False  # a container ran in this step: its image is new
+        #: Images this build committed (not cached ones), oldest first.
+        self.committed: list[str] = []
+        #: The containers its steps ran in.
+        self.containers: list[str] = []
+
+    def run(
+        self,
+        context: Path,
+        *,
+        dockerfile: str,
+        tag: str,
+        labels: Mapping[str, str],
+        network: bool,
+        memory_bytes: int,
+        emit: Callable[[str], None],
+    ) -> None:
+        """Run the build, each log line to ``emit``; a failed build is the
+        caller's Dockerfile's: InvalidArgument with the engine's words."""
+        api = self._client.api
+        # docker-py's build(), by its parts: the response is kept, so that
+        # stop() can break its connection (the engine then ends the build).
+        params = {
+            "t": tag,
+            "dockerfile": dockerfile,
+            "labels": json.dumps(dict(labels)),
+            "networkmode": "bridge" if network else "none",
+            "pull": False,
+            "rm": True,
+            "forcerm": True,
+            "memory": memory_bytes,
+            "memswap": memory_bytes,
+        }
+        with context.open("rb") as handle:
+            response = api._post(
+                api._url("/build"),
+                data=handle,
+                params=params,
+                headers={"Content-Type": "application/tar"},
+                stream=True,
+                timeout=None,
+            )
+            with self._lock:
+                self._response = response
+                stopped = self._stopped
+            if stopped:
+                self._shut()
+            api._raise_for_status(response)
+            for event in api._stream_helper(response, decode=True):
+                if "error" in event:
+                    raise InvalidArgument(
+                        f"the template build failed: {str(event['error'])[:2000]}"
+                    )
+                text = event.get("stream")
+                if isinstance(text, str):
+                    for line in text.splitlines():
+                        if line.strip():
+                            self._note(line)
+                            emit(line[:MAX_LINE])
+
+    def _note(self, line: str) -> None:
+        if line.startswith("Step "):
+            self._stepping = False
+        elif found := self._RUNNING.match(line):
+            self.containers.append(found.group(1))
+            self._stepping = True
+        elif self._stepping and (found := self._COMMITTED.match(line)):
+            self.committed.append(found.group(1))
+            self._stepping = False
+
+    def stop(self) -> None:
+        """End the build: its connection broken, the engine removes the
+        step's container (the classic builder does so when its caller goes)."""
+        with self._lock:
+            self._stopped = True
+            if self._response is None:
+                return
+        self._shut()
+
+    def _shut(self) -> None:
+        try:
+            raw = self._client.api._get_raw_response_socket(self._response)
+            getattr(raw, "_sock", raw).shutdown(socket.SHUT_RDWR)
+        except (OSError, AttributeError, docker.errors.APIError):
+            with contextlib.suppress(Exception):
+                self._response.close()
+
+    def remove_leftovers(self, tag: str) -> list[str]:
+        """Remove what a build that made no template left: its tag (a build
+        that ended as it was stopped: never checked, so never a cache hit)
+        and the images it committed. Only untagged images made since it
+        started are removed, none forced: the log is the workload's to
+        write as well, and an image with children is another build's cache.
+        Returns the ids removed."""
+        self._wait_for_step_containers()
+        with contextlib.suppress(docker.errors.APIError):
+            self._client.images.remove(tag, noprune=True)
+        removed = []
+        for image_id in reversed(self.committed):
+            try:
+                image = self._client.images.get(image_id)
+            except docker.errors.APIError:
+                continue
+            if image.tags or _created(image.attrs) < self._started - 2:
+                continue
+            with contextlib.suppress(docker.errors.APIError):
+                self._client.images.remove(image.id, noprune=True)
+                removed.append(image_id)
+        return removed
+
+    def _wait_for_step_containers(self, timeout: float = 10.0) -> None:
+        # The engine removes a stopped build's container once it sees the
+        # connection gone, a moment after: waited for (never removed here:
+        # an id from the log may be the workload's own words).
+        deadline = time.monotonic() + timeout
+        for container in self.containers[-1:]:
+            while time.monotonic() < deadline:
+                try:
+                    self._client.containers.get(container)
+                except docker.errors.NotFound:
+                    break
+                except docker.errors.APIError:
+                    return
+                time.sleep(0.1)
+
+
+def _created(attrs: Mapping[str, Any]) -> float:
+    """An image's creation time (seconds since the epoch); 0 if unreadable."""
+    text = str(attrs.get("Created") or "")
+    try:
+        # Docker's RFC 3339 with nanoseconds: fromisoformat takes microseconds.
+        stamp = re.sub(r"(\.\d{6})\d+", r"\1", text).replace("Z", "+00:00")
+        return datetime.datetime.fromisoformat(stamp).timestamp()
+    except ValueError:
+        return 0.0
 
 
 def check_needs(client: docker.DockerClient, tag: str, python: str) -> None:
