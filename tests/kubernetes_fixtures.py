@@ -192,6 +192,10 @@ class KubeDaemon(Daemon):
             "--lifetime-check-interval-s", "0.5",
             # Above the node's memory: the unschedulable request reaches the scheduler.
             "--max-memory-bytes", str(1 << 41),
+            # The tier runs beside the per-Python runs on 2 cores (make test):
+            # a cold Pod (claim provisioned, volume mounted, executor started)
+            # took over 60 s there once. A Pod that is stuck still says why.
+            "--start-timeout-s", "150",
             *args,
             **kwargs,
         )  # fmt: skip
