@@ -330,23 +330,34 @@ class GrpcTransport:
 
     @mapped
     async def open_port(
-        self, instance_id: str, port: int, host: str = "localhost", data: bytes = b""
+        self,
+        instance_id: str,
+        port: int,
+        host: str = "localhost",
+        data: bytes = b"",
+        *,
+        wait: bool = True,
     ) -> GrpcPortConnection:
-        """``data``: the first bytes, carried by the open itself (no round trip of their own)."""
+        """``data``: the first bytes, carried by the open itself (no round trip of their own).
+
+        ``wait=False``: return without waiting for the connection inside; one
+        that cannot open fails the first read (the stream is ``compact``).
+        """
         call = self.ports_stub.OpenPort()
         chunk = GrpcPortConnection.CHUNK
+        first_input = pb.PortInput(
+            instance_id=instance_id, port=port, host=host, data=data[:chunk], compact=not wait
+        )
         try:
-            await call.write(
-                pb.PortInput(instance_id=instance_id, port=port, host=host, data=data[:chunk])
-            )
-            first = await call.read()
+            await call.write(first_input)
+            first = await call.read() if wait else None
         except BaseException:
             await GrpcPortConnection(call).close()
             raise
-        if first is grpc.aio.EOF or not first.opened:
+        if wait and (first is None or first is grpc.aio.EOF or not first.opened):
             await GrpcPortConnection(call).close()
             raise SandboxUnavailable(f"port {port} of {instance_id!r} did not open")
-        conn = GrpcPortConnection(call)
+        conn = GrpcPortConnection(call, opened=wait)
         if len(data) > chunk:
             await conn.write(data[chunk:])
         return conn
@@ -645,18 +656,24 @@ class GrpcPortConnection:
     #: Bytes per message towards the daemon.
     CHUNK = 256 << 10
 
-    def __init__(self, call: Any) -> None:
+    def __init__(self, call: Any, *, opened: bool = True) -> None:
         self._call = call
         self._eof = False
         self._write_shut = False
+        #: The daemon has answered (a compact stream opened without waiting).
+        self.opened = opened
 
     @mapped
     async def read(self) -> bytes:
         while not self._eof:
             message = await self._call.read()
-            if message is grpc.aio.EOF or message.eof:
+            self.opened = True
+            if message is grpc.aio.EOF:
                 self._eof = True
-            elif message.data:
+                break
+            # A compact stream's end may come with its last bytes.
+            self._eof = message.eof
+            if message.data:
                 return bytes(message.data)
         return b""
 

@@ -105,21 +105,25 @@ class PortForward:
         assert task is not None
         self._relays.add(task)
         self.accepted += 1
+        conn: PortConnection | None = None
         try:
             first = await _first_bytes(reader)
             try:
+                # Not waiting for the connection inside: its first answer is
+                # the server's bytes (one message less each way).
                 conn = await self._transport.open_port(
-                    self.instance_id, self.remote_port, self.remote_host, first
+                    self.instance_id, self.remote_port, self.remote_host, first, wait=False
                 )
+                try:
+                    await relay(reader, writer, conn)
+                finally:
+                    await conn.close()
             except Exception:
+                if conn is not None and conn.opened:
+                    raise
                 # Nothing listens inside (or the sandbox is gone): the local
                 # client sees its connection closed, as with a refused one.
                 self.failed += 1
-                return
-            try:
-                await relay(reader, writer, conn)
-            finally:
-                await conn.close()
         finally:
             self._relays.discard(task)
             writer.close()

@@ -321,7 +321,7 @@ class Sandbox:
     # ------------------------------------------------------------ ports
 
     async def open_port(
-        self, port: int, host: str = "localhost", data: bytes = b""
+        self, port: int, host: str = "localhost", data: bytes = b"", *, wait: bool = True
     ) -> PortConnection:
         """One TCP connection to ``host:port`` inside the sandbox (127.0.0.1, ::1, or
         localhost: both, 127.0.0.1 first).
@@ -330,8 +330,10 @@ class Sandbox:
         bytes (b"" at its end), ``write()`` waits while the server does not
         read, ``shutdown_write()`` half-closes, ``close()`` resets. ``data``:
         the first bytes to send, carried by the open (no round trip of their own).
+        ``wait=False`` returns before the connection inside is up (what the
+        port forwarders do): one that cannot open fails the first ``read()``.
         """
-        return await self._transport.open_port(self.instance_id, port, host, data)
+        return await self._transport.open_port(self.instance_id, port, host, data, wait=wait)
 
     def forward_port(
         self,

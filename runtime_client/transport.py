@@ -57,6 +57,9 @@ class ProcessConnection(Protocol):
 class PortConnection(Protocol):
     """One TCP connection to a server inside a sandbox, each direction ending on its own."""
 
+    #: False while a connection opened without waiting has had no answer yet.
+    opened: bool
+
     async def read(self) -> bytes:
         """The server's next bytes; b"" once it ended its direction."""
         ...
@@ -201,7 +204,13 @@ class SandboxTransport(Protocol):
     async def list_processes(self, instance_id: str) -> list[ProcessInfo]: ...
 
     async def open_port(
-        self, instance_id: str, port: int, host: str = "localhost", data: bytes = b""
+        self,
+        instance_id: str,
+        port: int,
+        host: str = "localhost",
+        data: bytes = b"",
+        *,
+        wait: bool = True,
     ) -> PortConnection: ...
 
     async def list_ports(self, instance_id: str) -> list[ListeningPort]: ...

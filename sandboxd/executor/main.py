@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import dataclasses
 import errno
 import fcntl
 import functools
@@ -27,6 +28,7 @@ from sandboxd.contract.errors import InvalidArgument, SandboxdError
 from sandboxd.executor import direct, identity, wire
 from sandboxd.executor.credits import MAX_GRANT, WINDOW, Credits
 from sandboxd.executor.dispatch import Executor
+from sandboxd.executor.pipes import pipe_id
 from sandboxd.executor.tools import gilpause
 from sandboxd.executor.wire import from_wire
 
@@ -39,6 +41,8 @@ MAX_WORKERS = 256
 #: opens, the agent's own calls keep MAX_WORKERS - MAX_PIPE_WORKERS slots.
 MAX_PIPE_WORKERS = 192
 PIPE_OPS = frozenset({"pipe_connect", "pipe_listen", "pipe_attach", "pipe_write", "pipe_shutdown"})
+#: Pipe calls tried first on the channel's reader thread (they never wait there).
+_QUICK_PIPE_OPS = frozenset({"pipe_write", "pipe_shutdown"})
 #: Tools whose work one file and the request bound: run by the thread that
 #: read them off a direct connection, no hand-over to a worker
 #: (executor.relay keeps the connection read if one is slow).
@@ -193,6 +197,11 @@ class _Server:
                 }
             )
             return None
+        if op in _QUICK_PIPE_OPS:
+            quick = self._pipe_now(request_id, op, args, frame)
+            if quick is None:
+                return None
+            frame = quick
         pipe = op in PIPE_OPS
         with self.busy_lock:
             full = self.busy >= (MAX_PIPE_WORKERS if pipe else MAX_WORKERS)
@@ -241,6 +250,31 @@ class _Server:
                     },
                 }
             )
+        return None
+
+    def _pipe_now(
+        self, request_id: int, op: str, args: dict[str, Any], frame: wire.Frame
+    ) -> wire.Frame | None:
+        """A pipe write or half-close done here on the reader's thread when it
+        needs no wait (the usual case: a socket with room), sparing the
+        hand-over to a worker and back. None: answered; else the frame left
+        for a worker (a write's unsent rest as its payload)."""
+        try:
+            key = pipe_id(args.get("pipe"))
+            if op == "pipe_shutdown":
+                result = self.executor.pipes.shutdown(key, wait=False)
+                if result is None:
+                    return frame
+                self.reply(request_id, "ok", result)
+                return None
+            if frame.raw_key != "data" or frame.payload is None or "data" in args:
+                return frame  # not the raw form: the worker decodes and checks it
+            sent = self.executor.pipes.write_now(key, frame.payload)
+            if sent < len(frame.payload):
+                return dataclasses.replace(frame, payload=frame.payload[sent:])
+            self.reply(request_id, "ok", {"written": sent})
+        except SandboxdError as exc:
+            self.send({"id": request_id, "err": {"kind": exc.kind, "message": exc.message}})
         return None
 
     def serve(

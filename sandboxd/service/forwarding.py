@@ -35,12 +35,20 @@ def preview_path(instance_id: str, port: int) -> str:
 
 class Forwarding(ServiceCore):
     async def open_port(
-        self, instance_id: str, port: int, host: str = LOCALHOST, data: bytes = b""
+        self,
+        instance_id: str,
+        port: int,
+        host: str = LOCALHOST,
+        data: bytes = b"",
+        *,
+        wait: bool = True,
     ) -> Pipe:
         """A connection to ``host:port`` on the sandbox's loopback: 127.0.0.1, ::1,
         or ``localhost`` (empty too): 127.0.0.1, then ::1 if nothing listens there,
         as a browser tries both (dev servers listen on either). ``data``: the
-        client's first bytes, sent with the connect (one round trip less)."""
+        client's first bytes, sent with the connect (one round trip less).
+        ``wait`` is the transports' (runtime_client's in-process factory uses
+        this service as one): here the pipe always comes back connected."""
         # Checked here too, so a bad request fails before a workspace starts.
         checked_port = port_number(port)
         hosts = _LOCALHOSTS if host in ("", LOCALHOST) else (loopback(host),)

@@ -12,10 +12,12 @@ import sys
 import time
 
 import anyio
+import grpc
 import pytest
 
 from runtime_client import GrpcSandboxFactory, Sandbox
 from runtime_client.errors import InvalidArgument, NotFound, PermissionDenied, SandboxUnavailable
+from sandboxd.contract.v1 import sandbox_pb2 as pb
 from sandboxd.daemon.assembly import Daemon
 from tests.grpc.test_auth import ACME, ADMIN, BETA, TEAM_A, tcp_server
 
@@ -75,6 +77,52 @@ async def test_open_port_carries_the_first_bytes(factory: GrpcSandboxFactory) ->
         answer += chunk
     assert answer.startswith(b"HTTP/1.0 200 OK")
     await conn.close()
+    await box.delete()
+
+
+async def test_open_port_without_waiting(factory: GrpcSandboxFactory) -> None:
+    # A compact stream (the forwarders'): no opened message, the server's
+    # bytes are the first answer; a port where nothing listens fails the read.
+    box = await factory.create_sandbox("ports-lazy")
+    port = free_port()
+    await start_http_server(box, port)
+    conn = await box.open_port(port, data=b"GET /index.html HTTP/1.0\r\n\r\n", wait=False)
+    assert not conn.opened
+    answer = bytearray()
+    while chunk := await conn.read():
+        answer += chunk
+    assert answer.startswith(b"HTTP/1.0 200 OK")
+    assert answer.endswith(b"<h1>hello from the sandbox</h1>")
+    assert conn.opened
+    await conn.close()
+    missing = await box.open_port(free_port(), data=b"hi", wait=False)
+    with pytest.raises(NotFound, match="nothing listens"):
+        await missing.read()
+    assert not missing.opened
+    await missing.close()
+    async with box.forward_port(free_port()) as forward:
+        assert await http_get("127.0.0.1", forward.port) == b""
+    assert forward.accepted == 1 and forward.failed == 1
+    await box.delete()
+
+
+async def test_a_compact_stream_has_no_opened_message(factory: GrpcSandboxFactory) -> None:
+    box = await factory.create_sandbox("ports-compact")
+    port = free_port()
+    await start_http_server(box, port)
+    request = b"GET /index.html HTTP/1.0\r\n\r\n"
+    for compact in (False, True):
+        call = box._transport.ports_stub.OpenPort()  # type: ignore[attr-defined]
+        await call.write(
+            pb.PortInput(instance_id="ports-compact", port=port, data=request, compact=compact)
+        )
+        messages = []
+        while not (messages and messages[-1].eof):
+            messages.append(await call.read())
+        await call.done_writing()
+        assert await call.read() is grpc.aio.EOF
+        assert messages[0].opened is not compact
+        assert b"".join(m.data for m in messages).endswith(b"hello from the sandbox</h1>")
     await box.delete()
 
 

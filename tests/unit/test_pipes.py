@@ -73,6 +73,7 @@ class _Outlet:
 class Calls(pipes.PipeEndpoints):
     def __init__(self, channel: ExecutorChannel) -> None:
         self.channel = channel
+        self.server: _Server | None = None
 
     async def call(self, op: str, args: Mapping[str, Any]) -> dict[str, Any]:
         return await self.channel.call(op, args, timeout=30)
@@ -88,7 +89,9 @@ async def pair(tmp_path: Path) -> AsyncIterator[tuple[Calls, Executor]]:
     server = _Server(executor, _Outlet(memory))
     memory.server = server
     channel = ExecutorChannel(memory, memory, name="pipes", max_line=1 << 30)
-    yield Calls(channel), executor
+    calls = Calls(channel)
+    calls.server = server
+    yield calls, executor
     await channel.close()
     executor.close()
     server.pool.shutdown(wait=False, cancel_futures=True)
@@ -519,3 +522,59 @@ def test_a_listen_takes_over_its_address_from_an_earlier_listen_nobody_cancelled
         taken = workload.getsockname()[1]
         with pytest.raises(Conflict, match=f"cannot listen on 127.0.0.1 port {taken}"):
             listeners.listen([("proxy", "127.0.0.1", taken)], threading.Event(), lambda e: None)
+
+
+def test_bytes_already_there_and_the_end_make_one_event() -> None:
+    # A response's head, body and end often arrive together: one event, one
+    # frame, one gRPC message instead of three.
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        theirs.sendall(b"head ")
+        theirs.sendall(b"body")
+        assert executor_pipes._more(ours, ours.recv(2)) == (b"head body", False)
+        theirs.sendall(b"tail")
+        theirs.shutdown(socket.SHUT_WR)
+        assert executor_pipes._more(ours, ours.recv(1)) == (b"tail", True)
+
+
+async def test_a_pipe_takes_its_last_bytes_and_its_end_in_one_event() -> None:
+    async def events() -> AsyncIterator[dict[str, Any]]:
+        yield {"connected": True}
+        yield {"data": b"last", "eof": True}
+        yield {"result": {"eof": True}}
+
+    pipe = pipes.ChannelPipe(None, "p", events())  # type: ignore[arg-type]
+    assert not pipe.opened
+    await pipe.wait_opened()
+    assert pipe.opened and not pipe.at_eof
+    assert await pipe.read() == b"last"
+    assert pipe.at_eof
+    assert await pipe.read() == b""
+    await pipe.close()
+
+
+async def test_writes_and_the_half_close_need_no_worker_thread(
+    pair: tuple[Calls, Executor], servers: list[TcpServer]
+) -> None:
+    # A socket with room takes them on the channel's reader thread: no hand-over.
+    calls, _ = pair
+    assert calls.server is not None
+    server = TcpServer()
+    servers.append(server)
+    pipe = await calls.connect_port(server.port)
+    handed_over: list[str] = []
+    pool = calls.server.pool
+    submit = pool.submit
+
+    def recording(fn: Any, *args: Any) -> Any:
+        handed_over.append(args[1])
+        return submit(fn, *args)
+
+    pool.submit = recording  # type: ignore[method-assign]
+    await pipe.write(b"x" * 1000)
+    await pipe.write(b"y" * 1000)
+    await pipe.shutdown_write()
+    assert await _read_all(pipe) == b"got 2000 bytes"
+    assert bytes(server.received) == b"x" * 1000 + b"y" * 1000
+    assert handed_over == []
+    await pipe.close()

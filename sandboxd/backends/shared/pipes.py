@@ -25,8 +25,16 @@ __all__ = ["CHUNK", "MAX_WRITE", "Listener", "Pipe", "PipeEndpoints", "accept_pi
 class Pipe(Protocol):
     """One TCP-like byte stream across the sandbox wall."""
 
+    #: The sandbox's side is connected (a pipe is handed out only once it is).
+    opened: bool
+
     async def read(self) -> bytes:
         """The next chunk; b"" at the end of the sandbox's side."""
+        ...
+
+    @property
+    def at_eof(self) -> bool:
+        """The sandbox's side has ended: the next read gives b""."""
         ...
 
     async def write(self, data: bytes) -> None:
@@ -72,8 +80,9 @@ class ChannelPipe:
         # it and hands events over one at a time (no buffer beyond the window).
         self._handover: asyncio.Queue[dict[str, Any] | BaseException] = asyncio.Queue(maxsize=1)
         self._pump: asyncio.Task[None] | None = None
+        self.opened = False
 
-    async def opened(self) -> None:
+    async def wait_opened(self) -> None:
         """Wait for the sandbox side's socket; raise what its open raised."""
         try:
             first = await anext(aiter(self._events))
@@ -83,6 +92,7 @@ class ChannelPipe:
             await self._finish()
             raise SandboxUnavailable("the pipe did not open")
         self._pump = asyncio.create_task(self._run_pump(), name=f"pipe-{self.pipe_id}")
+        self.opened = True
 
     async def _run_pump(self) -> None:
         try:
@@ -93,6 +103,10 @@ class ChannelPipe:
         except BaseException as exc:
             await self._handover.put(exc)
 
+    @property
+    def at_eof(self) -> bool:
+        return self._eof or self._closed
+
     async def read(self) -> bytes:
         if self._eof or self._closed:
             return b""
@@ -100,10 +114,11 @@ class ChannelPipe:
         if isinstance(item, BaseException):
             self._eof = True
             raise item
-        if "result" in item or item.get("eof"):
-            self._eof = True
-            return b""
         data = item.get("data")
+        if "result" in item or item.get("eof"):
+            # The end may ride with the last bytes (executor.pipes).
+            self._eof = True
+            return data if isinstance(data, bytes) and "result" not in item else b""
         if not isinstance(data, bytes):
             return await self.read()
         return data
@@ -159,7 +174,7 @@ async def connect(
     events = calls.stream("pipe_connect", args)
     pipe = ChannelPipe(calls, pipe_id, events)
     try:
-        await pipe.opened()
+        await pipe.wait_opened()
     except BaseException:
         await pipe.close()
         raise
@@ -188,7 +203,7 @@ async def accept_pipes(
             attached = calls.stream("pipe_attach", {"pipe": pipe_id, "conn": conn})
             pipe = ChannelPipe(calls, pipe_id, attached)
             try:
-                await pipe.opened()
+                await pipe.wait_opened()
             except SandboxdError:
                 await pipe.close()
                 continue  # the connection went away before it was taken

@@ -1326,18 +1326,20 @@ class CreatePreviewResponse(_message.Message):
     def __init__(self, token: _Optional[str] = ..., expires_at: _Optional[int] = ..., path: _Optional[str] = ..., host: _Optional[str] = ...) -> None: ...
 
 class PortInput(_message.Message):
-    __slots__ = ("instance_id", "port", "host", "data", "close_write")
+    __slots__ = ("instance_id", "port", "host", "data", "close_write", "compact")
     INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
     PORT_FIELD_NUMBER: _ClassVar[int]
     HOST_FIELD_NUMBER: _ClassVar[int]
     DATA_FIELD_NUMBER: _ClassVar[int]
     CLOSE_WRITE_FIELD_NUMBER: _ClassVar[int]
+    COMPACT_FIELD_NUMBER: _ClassVar[int]
     instance_id: str
     port: int
     host: str
     data: bytes
     close_write: bool
-    def __init__(self, instance_id: _Optional[str] = ..., port: _Optional[int] = ..., host: _Optional[str] = ..., data: _Optional[bytes] = ..., close_write: _Optional[bool] = ...) -> None: ...
+    compact: bool
+    def __init__(self, instance_id: _Optional[str] = ..., port: _Optional[int] = ..., host: _Optional[str] = ..., data: _Optional[bytes] = ..., close_write: _Optional[bool] = ..., compact: _Optional[bool] = ...) -> None: ...
 
 class PortOutput(_message.Message):
     __slots__ = ("opened", "data", "eof")

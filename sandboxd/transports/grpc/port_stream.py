@@ -50,10 +50,18 @@ class PortsServicer(pb_grpc.SandboxPortsServicer):  # type: ignore[misc]
         pipe = await self.service.open_port(first.instance_id, first.port, first.host, first.data)
         writer = asyncio.create_task(_client_to_sandbox(pipe, first, incoming))
         try:
-            yield pb.PortOutput(opened=True)
+            # A compact client learns of the connection from its bytes, and
+            # takes the end with the last of them: a small response is one
+            # message instead of three.
+            if not first.compact:
+                yield pb.PortOutput(opened=True)
             while data := await pipe.read():
+                if first.compact and pipe.at_eof:
+                    yield pb.PortOutput(data=data, eof=True)
+                    break
                 yield pb.PortOutput(data=data)
-            yield pb.PortOutput(eof=True)
+            else:
+                yield pb.PortOutput(eof=True)
             # The server ended its direction; the client's may go on.
             await writer
         finally:
