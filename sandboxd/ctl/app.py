@@ -7,6 +7,7 @@
     sandboxctl cp ./repo agent-1:/workspace/repo     # and back: cp agent-1:out ./out
     sandboxctl fork agent-1 agent-1-try2
     sandboxctl snapshot create agent-1 clean          # then: snapshot restore|list|delete
+    sandboxctl template build ./tpl                   # prints the image: create --image it
     sandboxctl extend agent-1 3600                    # it ends an hour from now
     sandboxctl port-forward agent-1 8080:8000         # curl localhost:8080, until ^C
 
@@ -49,7 +50,7 @@ from sandboxd.contract.models import (
 from sandboxd.contract.network import MODES, RULE_DESCRIPTION, from_flags
 from sandboxd.contract.secrets import Secret, SecretValue
 from sandboxd.contract.tools import BASH_MAX_TIMEOUT_MS, BASH_MIN_TIMEOUT_MS
-from sandboxd.ctl import render, snapshots
+from sandboxd.ctl import render, snapshots, templates
 from sandboxd.ctl.connect import Connection, fail, health, run
 from sandboxd.ctl.shell import interactive
 
@@ -105,6 +106,7 @@ def _conn(ctx: typer.Context) -> Connection:
 
 
 app.add_typer(snapshots.app, name="snapshot")
+app.add_typer(templates.app, name="template")
 
 # ------------------------------------------------------------------ instances
 

@@ -31,6 +31,13 @@ class Connection:
         return GrpcSandboxFactory(self.target, token=self.token)
 
 
+def connection_of(ctx: typer.Context) -> Connection:
+    """The connection the top-level options made (a sub-command group's context)."""
+    connection = ctx.find_object(Connection)
+    assert connection is not None
+    return connection
+
+
 def fail(message: str, code: int = EXIT_SANDBOXD_ERROR) -> NoReturn:
     print(f"sandboxctl: {message}", file=sys.stderr)
     raise typer.Exit(code)

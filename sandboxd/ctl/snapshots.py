@@ -17,7 +17,7 @@ from rich.table import Table
 from runtime_client.factories import GrpcSandboxFactory
 from sandboxd.contract.models import ForkResult, SnapshotInfo
 from sandboxd.ctl import render
-from sandboxd.ctl.connect import Connection, run
+from sandboxd.ctl.connect import connection_of, run
 
 app = typer.Typer(help="Named snapshots of a sandbox's files: create, list, delete, restore.")
 out = Console()
@@ -25,12 +25,6 @@ out = Console()
 InstanceId = Annotated[str, typer.Argument(help="instance id, e.g. agent-42")]
 Name = Annotated[str, typer.Argument(help="the snapshot's name")]
 JsonFlag = Annotated[bool, typer.Option("--json", help="print JSON instead of text")]
-
-
-def _conn(ctx: typer.Context) -> Connection:
-    connection = ctx.find_object(Connection)
-    assert connection is not None
-    return connection
 
 
 def copied_json(result: ForkResult) -> dict[str, Any]:
@@ -51,7 +45,7 @@ def create(
     async def action(factory: GrpcSandboxFactory) -> SnapshotInfo:
         return await factory.transport.create_snapshot(instance_id, name)
 
-    snapshot = run(_conn(ctx), action)
+    snapshot = run(connection_of(ctx), action)
     if as_json:
         typer.echo(json.dumps(snapshot.to_json(), indent=2))
     else:
@@ -69,7 +63,7 @@ def list_(ctx: typer.Context, as_json: JsonFlag = False) -> None:
     async def action(factory: GrpcSandboxFactory) -> list[SnapshotInfo]:
         return await factory.transport.list_snapshots()
 
-    found = run(_conn(ctx), action)
+    found = run(connection_of(ctx), action)
     if as_json:
         typer.echo(json.dumps([s.to_json() for s in found]))
         return
@@ -93,7 +87,7 @@ def delete(ctx: typer.Context, names: Annotated[list[str], typer.Argument()]) ->
             await factory.transport.delete_snapshot(name)
             out.print(f"deleted snapshot {name}", highlight=False)
 
-    run(_conn(ctx), action)
+    run(connection_of(ctx), action)
 
 
 @app.command()
@@ -105,7 +99,7 @@ def restore(
     async def action(factory: GrpcSandboxFactory) -> ForkResult:
         return await factory.transport.restore_snapshot(instance_id, name)
 
-    result = run(_conn(ctx), action)
+    result = run(connection_of(ctx), action)
     if as_json:
         typer.echo(json.dumps(copied_json(result), indent=2))
     else:

@@ -21,12 +21,15 @@ import docker
 import docker.errors
 import httpx
 import pytest
+from click.testing import Result
+from typer.testing import CliRunner
 
 from runtime_client import GrpcSandboxFactory, InvalidArgument, Sandbox, Timeout
 from runtime_client.templates import build_template, context_of, template_from_snapshot
 from sandboxd.backends.docker.templates import REPOSITORY
 from sandboxd.backends.shared import labels
 from sandboxd.contract.models import ExecRequest, SandboxOptions
+from sandboxd.ctl.app import app as ctl_app
 from tests.docker_fixtures import IMAGE, RUN_PREFIX, remove_namespace_resources
 from tests.helpers import Daemon
 
@@ -76,6 +79,13 @@ async def test_a_template_is_built_used_cached_and_checked(
         headers={"Authorization": f"Bearer {TOKEN}"},
         timeout=120,
     )
+    ctl = CliRunner(env={"SANDBOXD_TARGET": daemon.target, "SANDBOXD_TOKEN": None})
+
+    def sandboxctl(*argv: str) -> Result:
+        result = ctl.invoke(ctl_app, list(argv))
+        assert result.exit_code == 0, result.output
+        return result
+
     async with GrpcSandboxFactory(daemon.target) as factory:
         lines: list[str] = []
         built = await build_template(factory.transport, folder, log=lines.append)
@@ -108,6 +118,11 @@ async def test_a_template_is_built_used_cached_and_checked(
         over_http = await http.post("/v1/snapshots/committed/template")
         done = json.loads(over_http.text.splitlines()[-1])["template"]
         assert done["image"] == committed.image and done["cached"]
+        by_ctl = await anyio.to_thread.run_sync(
+            sandboxctl, "template", "from-snapshot", "committed", "--json"
+        )
+        made = json.loads(by_ctl.stdout)
+        assert made["image"] == committed.image and made["cached"], made
         await factory.transport.delete_snapshot("committed")
         missing = await http.post("/v1/snapshots/committed/template")
         assert missing.status_code == 404, missing.text
@@ -122,6 +137,16 @@ async def test_a_template_is_built_used_cached_and_checked(
         (line,) = [json.loads(x) for x in answer.text.splitlines()]
         assert line["template"]["image"] == built.image and line["template"]["cached"]
 
+        # sandboxctl: the tag on stdout (a cache hit here), and a new build's log on stderr.
+        cached_by_ctl = await anyio.to_thread.run_sync(sandboxctl, "template", "build", str(folder))
+        assert cached_by_ctl.stdout == f"{built.image}\n" and "cached" in cached_by_ctl.stderr
+        (folder / "Other.Dockerfile").write_text(f"FROM {built.image}\nRUN echo from-sandboxctl\n")
+        other = await anyio.to_thread.run_sync(
+            sandboxctl, "template", "build", str(folder), "--dockerfile", "Other.Dockerfile"
+        )
+        assert "Step 2/" in other.stderr and "from-sandboxctl" in other.stderr
+        other_image = other.stdout.strip()
+        assert other_image.startswith(f"{REPOSITORY}:{namespace}-") and other_image != built.image
         # An image the executor cannot run in: refused, with the reason, and removed.
         (folder / "Dockerfile").write_text(
             f"FROM {IMAGE}\nUSER root\nRUN rm /usr/bin/python3 /usr/bin/python3.*\n"
@@ -130,7 +155,9 @@ async def test_a_template_is_built_used_cached_and_checked(
             await build_template(factory.transport, folder)
         await http.aclose()
         left = docker_client.images.list(filters={"label": f"{labels.NAMESPACE}={namespace}"})
-        assert sorted(i.tags[0] for i in left) == sorted([built.image, committed.image])
+        assert sorted(i.tags[0] for i in left) == sorted(
+            [built.image, committed.image, other_image]
+        )
 
 
 async def test_a_build_over_its_time_limit_is_stopped_and_leaves_nothing(

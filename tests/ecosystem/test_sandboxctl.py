@@ -171,6 +171,24 @@ def test_snapshots_extend_and_max_lifetime(ctl: CliRunner, instance: str) -> Non
     ok("delete", copy)
 
 
+def test_template_commands_say_what_the_engine_cannot(
+    ctl: CliRunner, tmp_path: Path, instance: str
+) -> None:
+    """The local backend has no templates: both commands exit 125 with its
+    reason, nothing on stdout; a folder that is not there is typer's error."""
+    (tmp_path / "Dockerfile").write_text("FROM sandboxd-workspace:latest\n")
+    built = ctl.invoke(app, ["template", "build", str(tmp_path)])
+    assert built.exit_code == 125 and built.stdout == ""
+    assert "templates" in built.stderr and "local" in built.stderr
+    assert ctl.invoke(app, ["snapshot", "create", instance, "t"]).exit_code == 0
+    made = ctl.invoke(app, ["template", "from-snapshot", "t"])
+    assert made.exit_code == 125 and "templates" in made.stderr
+    missing = ctl.invoke(app, ["template", "from-snapshot", "nope"])
+    assert missing.exit_code == 125 and "no snapshot named 'nope'" in missing.stderr
+    assert ctl.invoke(app, ["template", "build", str(tmp_path / "absent")]).exit_code == 2
+    assert ctl.invoke(app, ["snapshot", "delete", "t"]).exit_code == 0
+
+
 def test_network_flags_net_set_and_net_log(ctl: CliRunner, local_daemon: Daemon) -> None:
     name = f"ctl-{secrets.token_hex(3)}"
     made = ctl.invoke(

@@ -14,6 +14,7 @@ import { abortError, mapError, NotFound, SandboxGone, SandboxUnavailable } from 
 import { startForward, type ForwardOptions, type PortForward, type RawPortOutput } from './ports.js';
 import { StreamUnsupported, ToolCallStream, type RawCallToolRequest, type RawCallToolResponse } from './tool-stream.js';
 import { NETWORK_MODES, type NetworkMode } from './generated/network.js';
+import { readTemplate, sendContext, type BuildContext, type RawTemplatePart, type TemplateInfo } from './templates.js';
 
 export interface ClientOptions {
   /** `unix:///run/sandboxd/sandboxd.sock` (the default), or `host:port` for TCP. */
@@ -170,6 +171,13 @@ export interface CallToolOptions extends CallOptions {
   cwd?: string;
 }
 
+export interface TemplateOptions extends CallOptions {
+  /** Each line of the build's output, as it comes. */
+  onLog?: (line: string) => void;
+}
+
+export type { BuildContext, TemplateInfo } from './templates.js';
+
 // proto-loader options that make the JS objects honest: 64-bit numbers as
 // numbers, every field present (a missing `eof` would page forever), and the
 // set member of a oneof named (ExecStream events).
@@ -211,7 +219,7 @@ type ServerStream = (
 let services: Record<string, grpc.ServiceClientConstructor> | undefined;
 
 function serviceClient(
-  name: 'SandboxService' | 'SandboxPorts' | 'Network' | 'Lifetimes' | 'Snapshots' = 'SandboxService',
+  name: 'SandboxService' | 'SandboxPorts' | 'Network' | 'Lifetimes' | 'Snapshots' | 'Templates' = 'SandboxService',
 ): grpc.ServiceClientConstructor {
   if (services === undefined) {
     const definition = protoLoader.loadSync(protoPath(), LOADER_OPTIONS);
@@ -535,7 +543,7 @@ export class SandboxdClient {
 
   // ------------------------------------------------------------ lifetimes and snapshots
 
-  private service(name: 'Lifetimes' | 'Snapshots'): grpc.Client {
+  private service(name: 'Lifetimes' | 'Snapshots' | 'Templates'): grpc.Client {
     let client = this.lifecycleClients[name];
     if (client === undefined) {
       const Ctor = serviceClient(name);
@@ -855,6 +863,53 @@ export class SandboxdClient {
       throw new SandboxUnavailable(`download of ${path} ended early (${data.length} bytes received)`);
     }
     return data;
+  }
+
+  // ------------------------------------------------------------ templates
+
+  /**
+   * Build a template from a Dockerfile and its context, a tar stream (e.g.
+   * `tar -C folder -c .`): the build's log to `onLog` line by line, then the
+   * template. The same bytes again answer at once (`cached`). Abort stops the build.
+   */
+  async buildTemplate(context: BuildContext, options: TemplateOptions & { dockerfile?: string } = {}): Promise<TemplateInfo> {
+    const client = this.service('Templates');
+    const open = (client as unknown as Record<string, (m: grpc.Metadata) => grpc.ClientDuplexStream<object, RawTemplatePart>>)['BuildTemplate'];
+    if (open === undefined) throw new Error('no RPC BuildTemplate');
+    const call = open.call(client, this.metadata());
+    const sending = sendContext(call, options.dockerfile ?? 'Dockerfile', context).catch((error: unknown) => {
+      call.cancel();
+      throw error;
+    });
+    const [template] = await Promise.all([this.templateAnswer(call, options), sending]);
+    return template;
+  }
+
+  /** A template of snapshot `name`: its sandbox's image with the snapshot's files. */
+  async templateFromSnapshot(name: string, options: TemplateOptions = {}): Promise<TemplateInfo> {
+    const client = this.service('Templates');
+    const fn = (client as unknown as Record<string, ServerStream>)['TemplateFromSnapshot'];
+    if (fn === undefined) throw new Error('no RPC TemplateFromSnapshot');
+    const call = fn.call(client, { name }, this.metadata()) as grpc.ClientReadableStream<RawTemplatePart>;
+    return this.templateAnswer(call, options);
+  }
+
+  private async templateAnswer(
+    call: grpc.ClientReadableStream<RawTemplatePart> & { cancel(): void },
+    options: TemplateOptions,
+  ): Promise<TemplateInfo> {
+    const { signal } = options;
+    const onAbort = (): void => call.cancel();
+    if (signal?.aborted) onAbort();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      return await readTemplate(call, options.onLog);
+    } catch (error) {
+      if (signal?.aborted) throw abortError(signal);
+      throw mapError(error);
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+    }
   }
 
   // ------------------------------------------------------------ exec

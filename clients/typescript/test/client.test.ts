@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -162,6 +163,43 @@ for (const backend of backends()) {
       await assert.rejects(client.createSnapshot('snap1', 'bad name!'), InvalidArgument);
       await client.deleteSandbox('snap1');
       await client.deleteSandbox('snap2');
+    });
+
+    test('templates: built with its log, a cache hit, used, from a snapshot (local: refused)', async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'sbdts-tpl-'));
+      writeFileSync(join(dir, 'Dockerfile'), 'FROM sandboxd-workspace:latest\nRUN echo from-typescript | tee /home/sandbox/ts\n');
+      const tar = execFileSync('tar', ['-C', dir, '-c', '.']);
+      if (backend === 'local') {
+        await assert.rejects(client.buildTemplate(tar), (e: unknown) => e instanceof InvalidArgument && /templates/.test(e.message));
+        await assert.rejects(client.templateFromSnapshot('nope'), NotFound);
+        return;
+      }
+      const made: string[] = [];
+      try {
+        const lines: string[] = [];
+        const built = await client.buildTemplate(tar, { onLog: (line) => lines.push(line) });
+        made.push(built.image);
+        assert.match(built.image, /^sandboxd-template:/);
+        assert.equal(built.cached, false);
+        assert.ok(lines.some((line) => line.startsWith('Step 2/')) && lines.includes('from-typescript'), lines.join('\n'));
+        const again: string[] = [];
+        const cached = await client.buildTemplate([tar.subarray(0, 1000), tar.subarray(1000)], { onLog: (l) => again.push(l) });
+        assert.deepEqual([cached.image, cached.cached, again], [built.image, true, []]);
+        await client.createSandbox('tpl1', { image: built.image });
+        assert.equal((await client.exec('tpl1', { shell: 'cat /home/sandbox/ts' })).stdout.toString(), 'from-typescript\n');
+        await client.writeFile('tpl1', 'kept.txt', 'kept');
+        await client.createSnapshot('tpl1', 'tpl-v1');
+        const committed = await client.templateFromSnapshot('tpl-v1');
+        made.push(committed.image);
+        assert.notEqual(committed.image, built.image);
+        await client.createSandbox('tpl2', { image: committed.image });
+        assert.equal((await client.readFile('tpl2', 'kept.txt')).data.toString(), 'kept');
+        await assert.rejects(client.templateFromSnapshot('nope'), NotFound);
+      } finally {
+        for (const id of ['tpl1', 'tpl2']) await client.deleteSandbox(id).catch(() => undefined);
+        await client.deleteSnapshot('tpl-v1').catch(() => undefined);
+        for (const image of made.reverse()) execFileSync('docker', ['rmi', image]);
+      }
     });
 
     test('readAll pages a file larger than one call may carry', async () => {
