@@ -49,10 +49,8 @@ function relay(open: Open, socket: Socket, instanceId: string, port: number, hos
     socket.destroy();
   };
   call.on('data', (message: RawPortOutput) => {
-    if (message.opened) {
-      opened = true;
-      socket.resume();
-    }
+    // A compact stream has no opened message: any answer says it opened.
+    opened = true;
     if (message.data && message.data.length > 0) {
       // The socket's own backpressure holds the stream (and so the sandbox's server).
       if (!socket.write(message.data)) {
@@ -72,8 +70,8 @@ function relay(open: Open, socket: Socket, instanceId: string, port: number, hos
     call.write({ closeWrite: true });
     call.end();
   };
-  // The first bytes (or none, after the wait) go with the open; the rest
-  // wait (paused) until the stream is open.
+  // The first bytes (or none, after the wait) go with the open, on a compact
+  // stream (no opened message to wait for, the end with the last bytes).
   const early: Buffer[] = [];
   let earlyEnd = false;
   let started = false;
@@ -83,8 +81,7 @@ function relay(open: Open, socket: Socket, instanceId: string, port: number, hos
     clearTimeout(timer);
     socket.off('data', onEarlyData);
     socket.off('end', onEarlyEnd);
-    socket.pause();
-    call.write({ instanceId, port, host, data: Buffer.concat(early) });
+    call.write({ instanceId, port, host, data: Buffer.concat(early), compact: true });
     socket.on('data', (chunk: Buffer) => {
       if (!call.write({ data: chunk })) {
         socket.pause();

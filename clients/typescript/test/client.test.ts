@@ -121,6 +121,30 @@ for (const backend of backends()) {
       }
     });
 
+    if (backend === 'local') test('forwardPort closes a local connection when nothing listens inside', async () => {
+      // The stream is compact (no opened message): the open's NOT_FOUND ends it.
+      const { createServer, connect } = await import('node:net');
+      const probe = createServer();
+      await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', () => resolve()));
+      const remote = (probe.address() as { port: number }).port;
+      await new Promise<void>((resolve) => probe.close(() => resolve()));
+      const forward = await client.forwardPort('c1', remote);
+      try {
+        const got = await new Promise<number>((resolve) => {
+          const socket = connect(forward.port, '127.0.0.1');
+          let bytes = 0;
+          socket.on('data', (chunk: Buffer) => (bytes += chunk.length));
+          socket.on('error', () => undefined);
+          socket.on('close', () => resolve(bytes));
+          socket.write('GET / HTTP/1.0\r\n\r\n');
+        });
+        assert.equal(got, 0);
+        assert.equal(forward.accepted, 1);
+      } finally {
+        await forward.close();
+      }
+    });
+
     test('file verbs round-trip and map errors', async () => {
       await client.writeFile('c1', 'd/a.txt', 'hello', { createParents: true });
       const page = await client.readFile('c1', 'd/a.txt');
