@@ -157,6 +157,7 @@ class TerminationReason(StrEnum):
     OUT_OF_MEMORY = "out_of_memory"  # the engine's OOM killer ended it
     KILLED = "killed"  # stopped from outside sandboxd (the engine lost, docker stop)
     EXITED = "exited"  # its init ended by itself
+    DELETED = "deleted"  # its caller deleted it (said by the NotFound that follows)
 
 
 @dataclass(frozen=True)

@@ -76,6 +76,7 @@ class Daemon:
             settings,
             quotas=self.service.quotas,
             forget=self.service.forget_sandbox,
+            bury=self.service.bury,
         )
         calls.configure(access_log_enabled=settings.access_log)
         self.grpc = GrpcListener(

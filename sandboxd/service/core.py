@@ -13,6 +13,7 @@ from sandboxd.service.ports import Workspace, WorkspaceBackend
 from sandboxd.service.quotas import Quotas
 from sandboxd.service.scope import current_scope
 from sandboxd.service.settings import ServiceSettings
+from sandboxd.service.tombstones import Tombstones
 
 
 class ServiceCore:
@@ -33,6 +34,8 @@ class ServiceCore:
         self.network = NetworkRegistry()
         #: One egress gateway per running sandbox in mode allow (service/egress.py).
         self.gateways = gateways_for(backend, settings, self.network)
+        #: Why recently deleted sandboxes are gone (service/tombstones.py).
+        self.tombstones = Tombstones()
 
     def forget_sandbox(self, instance_id: str) -> None:
         """Drop what the daemon holds in memory for a sandbox id: its secrets'
@@ -42,6 +45,7 @@ class ServiceCore:
         earlier sandbox's values must never serve the next one of that name."""
         self.secrets.drop(instance_id)
         self.network.forget(instance_id)
+        self.tombstones.forget(instance_id)
 
     async def _owned(self, instance_id: str) -> SandboxInfo | None:
         """Check that the caller may touch ``instance_id``: its id rules, and for a

@@ -18,6 +18,7 @@ from sandboxd.contract.models import (
     SandboxOptions,
     ServerStatus,
     TenantUsage,
+    TerminationReason,
 )
 from sandboxd.service import secrets
 from sandboxd.service.lifetimes import Lifetimes
@@ -102,8 +103,11 @@ class Lifecycle(Lifetimes):
             return current_scope().tenant_labels()
 
     async def get_sandbox(self, instance_id: str) -> SandboxInfo:
-        info = await self._owned(instance_id)
-        return await self._described(info or await self.backend.get(instance_id))
+        try:
+            info = await self._owned(instance_id) or await self.backend.get(instance_id)
+        except NotFound as exc:
+            raise self._gone(instance_id, exc) from None
+        return await self._described(info)
 
     async def list_sandboxes(
         self, label_selector: Mapping[str, str] | None = None
@@ -124,10 +128,15 @@ class Lifecycle(Lifetimes):
         )
 
     async def delete_sandbox(self, instance_id: str) -> None:
-        await self._owned(instance_id)
-        await self.backend.delete(instance_id)
+        try:
+            # Its owner's tenant (read for the operator too) keeps the tombstone.
+            info = await self._owned(instance_id) or await self.backend.get(instance_id)
+            await self.backend.delete(instance_id)
+        except NotFound as exc:
+            raise self._gone(instance_id, exc) from None
         self.forget_sandbox(instance_id)
         await self._forget(instance_id)
+        self.bury(info, TerminationReason.DELETED)
 
     async def restart_sandbox(self, instance_id: str) -> SandboxInfo:
         await self._owned(instance_id)

@@ -35,7 +35,7 @@ from sandboxd.contract.models import NetworkPolicy, SandboxInfo, TerminationReas
 from sandboxd.service.core import ServiceCore
 from sandboxd.service.ports import WorkspaceBackend
 from sandboxd.service.quotas import Quotas
-from sandboxd.service.scope import TENANT_LABEL
+from sandboxd.service.scope import TENANT_LABEL, current_scope
 from sandboxd.service.settings import ServiceSettings
 
 log = logging.getLogger(__name__)
@@ -96,6 +96,17 @@ class Lifetimes(ServiceCore):
 
     clock: Clock = staticmethod(time.time)
 
+    def bury(self, info: SandboxInfo, reason: str) -> None:
+        """Keep, for a while, why the sandbox ``info`` was deleted (service/tombstones.py)."""
+        tenant = info.options.labels.get(TENANT_LABEL, "")
+        self.tombstones.bury(tenant, info.instance_id, reason, now_ms(self.clock))
+
+    def _gone(self, instance_id: str, error: NotFound) -> NotFound:
+        """``error``, or what a tombstone of the caller's says of the id."""
+        now = now_ms(self.clock)
+        found = self.tombstones.find(current_scope().tenant, instance_id, now)
+        return error if found is None else found.said(error, now)
+
     async def _described(self, info: SandboxInfo) -> SandboxInfo:
         marks = await self.backend.read_marks(info.instance_id)
         return described(info, notes_for(info, marks.get(info.instance_id)), now_ms(self.clock))
@@ -153,10 +164,13 @@ class LifetimeKeeper:
         clock: Clock = time.time,
         quotas: Quotas | None = None,
         forget: Callable[[str], None] | None = None,
+        bury: Callable[[SandboxInfo, str], None] | None = None,
     ) -> None:
         self.backend = backend
         #: Told each id it deleted (the service's ``forget_sandbox``: secrets, policy, log).
         self.forget = forget
+        #: Told each sandbox it deleted and why (the service's ``bury``: its tombstone).
+        self.bury = bury
         self.interval = settings.lifetime_check_interval_s
         self.clock = clock
         self.quotas = quotas or Quotas(settings)
@@ -249,4 +263,6 @@ class LifetimeKeeper:
             await self.backend.delete(info.instance_id)
         if self.forget is not None:
             self.forget(info.instance_id)
+        if self.bury is not None:
+            self.bury(info, reason)
         await self.backend.write_marks(info.instance_id, {})

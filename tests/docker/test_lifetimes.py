@@ -13,7 +13,7 @@ import anyio
 import docker
 import pytest
 
-from runtime_client import GrpcSandboxFactory
+from runtime_client import GrpcSandboxFactory, NotFound
 from sandboxd.backends.shared import labels
 from sandboxd.contract.models import SandboxOptions
 from tests.docker_fixtures import IMAGE, RUN_PREFIX, container_name, remove_namespace_resources
@@ -83,6 +83,16 @@ async def test_a_5s_lifetime_is_kept_within_2s(
         assert 0 < end - time.time() <= LIFETIME_S
         gone = await _removed_at(docker_client, namespace, "short")
         assert await factory.transport.list_sandboxes() == []
+        # Its NOT_FOUND says why (the keeper notes it once its delete is done).
+        said = ""
+        for _ in range(int(SLACK_S / 0.05)):
+            with pytest.raises(NotFound) as raised:
+                await factory.transport.get_sandbox("short")
+            said = str(raised.value)
+            if "termination_reason" in said:
+                break
+            await anyio.sleep(0.05)
+        assert "'short': deleted" in said and "(termination_reason: lifetime)" in said, said
     print(f"\n5 s lifetime: removed {gone - end:+.2f} s after its end")
     assert 0 <= gone - end <= SLACK_S
     _assert_nothing_left(docker_client, namespace)

@@ -7,8 +7,9 @@ keeper over the same backend: nothing of the timers may live in them.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 
 import pytest
 
@@ -16,8 +17,10 @@ from sandboxd.backends.shared.errors import unknown_instance
 from sandboxd.contract.errors import InvalidArgument, NotFound
 from sandboxd.contract.models import SandboxInfo, SandboxOptions, TerminationReason
 from sandboxd.daemon.settings import Settings
+from sandboxd.service import tombstones
 from sandboxd.service.lifetimes import LifetimeKeeper
 from sandboxd.service.sandbox_service import SandboxService
+from sandboxd.service.scope import Scope, enter_scope, leave_scope
 
 pytestmark = [pytest.mark.unit, pytest.mark.anyio]
 
@@ -85,6 +88,9 @@ class EngineFake:
     async def workspace(self, instance_id: str) -> WorkspaceFake:
         return WorkspaceFake()
 
+    async def snapshots(self, tenant: str) -> list[object]:
+        return []  # a tenant's disk quota counts them
+
     def stop(self, instance_id: str, reason: str) -> None:
         info = self.sandboxes[instance_id]
         self.sandboxes[instance_id] = dataclasses.replace(
@@ -110,6 +116,7 @@ class Daemon:
             config,
             clock,
             forget=self.service.forget_sandbox,
+            bury=self.service.bury,
         )
 
 
@@ -303,3 +310,98 @@ async def test_nothing_of_a_deleted_sandbox_serves_the_next_one_of_its_id(
     del engine.sandboxes["b"]
     await daemon.service.create_sandbox("b", SandboxOptions(network=allow))
     assert daemon.service.secrets.for_host("b", "api.example.com") == {}
+
+
+# ------------------------------------------------------------ tombstones
+
+
+@contextlib.contextmanager
+def _as_tenant(tenant: str | None) -> Iterator[None]:
+    token = enter_scope(Scope(tenant=tenant))
+    try:
+        yield
+    finally:
+        leave_scope(token)
+
+
+async def test_a_deleted_sandbox_is_not_found_saying_when_and_why(
+    engine: EngineFake, clock: Clock
+) -> None:
+    daemon = Daemon(engine, clock)
+    await daemon.service.create_sandbox("a")
+    await daemon.service.delete_sandbox("a")
+    clock.now = T0 + 60
+    with pytest.raises(
+        NotFound,
+        match=r"^no sandbox with instance id 'a': deleted 60 s ago, at .*Z "
+        r"\(termination_reason: deleted\); create it with CreateSandbox$",
+    ):
+        await daemon.service.get_sandbox("a")
+    with pytest.raises(NotFound, match=r"termination_reason: deleted"):
+        await daemon.service.delete_sandbox("a")  # a second delete says so too
+    # Kept for a while only: then the plain answer.
+    clock.now = T0 + tombstones.KEEP_MS / 1000 + 1
+    with pytest.raises(NotFound, match=r"^no sandbox with instance id 'a'; create"):
+        await daemon.service.get_sandbox("a")
+    assert len(daemon.service.tombstones) == 0
+    # A new sandbox of the id is no longer "deleted".
+    await daemon.service.create_sandbox("b")
+    await daemon.service.delete_sandbox("b")
+    await daemon.service.create_sandbox("b")
+    assert (await daemon.service.get_sandbox("b")).state == "running"
+    assert len(daemon.service.tombstones) == 0
+
+
+async def test_the_keeper_s_deletes_say_lifetime_or_the_stop_s_reason(
+    engine: EngineFake, clock: Clock
+) -> None:
+    daemon = Daemon(engine, clock)
+    await daemon.service.create_sandbox("short", SandboxOptions(max_lifetime_seconds=5))
+    await daemon.service.create_sandbox(
+        "parked", SandboxOptions(idle_ttl_seconds=1, delete_after_stopped_seconds=10)
+    )
+    engine.stop("parked", TerminationReason.IDLE)
+    await daemon.keeper.sweep()
+    clock.now = T0 + 11
+    assert sorted(await daemon.keeper.sweep()) == [("parked", "idle"), ("short", "lifetime")]
+    with pytest.raises(NotFound, match=r"'short': deleted 0 s ago.*termination_reason: lifetime"):
+        await daemon.service.get_sandbox("short")
+    with pytest.raises(NotFound, match=r"termination_reason: idle"):
+        await daemon.service.get_sandbox("parked")
+    # Daemon memory only: a restarted daemon answers as before.
+    with pytest.raises(NotFound, match=r"^no sandbox with instance id 'short'; create"):
+        await Daemon(engine, clock).service.get_sandbox("short")
+
+
+async def test_a_tombstone_is_its_tenant_s_alone(engine: EngineFake, clock: Clock) -> None:
+    daemon = Daemon(engine, clock)
+    with _as_tenant("t1"):
+        await daemon.service.create_sandbox("mine")
+    with _as_tenant(None):  # the operator deletes it: its tenant is told
+        await daemon.service.delete_sandbox("mine")
+    with (
+        _as_tenant("t2"),
+        pytest.raises(NotFound, match=r"^no sandbox with instance id 'mine'; create"),
+    ):
+        await daemon.service.get_sandbox("mine")
+    with _as_tenant("t1"), pytest.raises(NotFound, match=r"termination_reason: deleted"):
+        await daemon.service.get_sandbox("mine")
+    with _as_tenant(None), pytest.raises(NotFound, match=r"termination_reason: deleted"):
+        await daemon.service.get_sandbox("mine")
+
+
+def test_tombstones_are_bounded_however_many_ids_come_and_go() -> None:
+    kept = tombstones.Tombstones()
+    now = int(T0 * 1000)
+    kept.bury("other", "theirs", "deleted", now)
+    for n in range(20_000):  # one tenant creating and deleting ids without end
+        kept.bury("busy", f"id-{n}", "deleted", now)
+    assert len(kept) == tombstones.PER_TENANT + 1
+    assert kept.find("busy", "id-0", now) is None  # the oldest went first
+    assert kept.find("busy", "id-19999", now) is not None
+    assert kept.find("other", "theirs", now) is not None  # not pushed out by another tenant
+    for n in range(3 * tombstones.TENANTS):
+        kept.bury(f"tenant-{n}", "x", "deleted", now)
+    assert len(kept) <= tombstones.TENANTS * tombstones.PER_TENANT
+    assert kept.find(None, "theirs", now) is None  # the least recently written tenants went
+    assert sum(1 for _ in kept._by_tenant) == tombstones.TENANTS
