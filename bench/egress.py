@@ -7,7 +7,11 @@
   "200" (in the sandbox) against a plain TCP connect from the host: p50 of
   each and the difference;
 - 8 sandboxes downloading at once while a ninth makes tool calls (read of
-  1 KiB): the calls' p50 under that load against their p50 idle.
+  1 KiB): the calls' p50 under that load against their p50 idle; and the
+  same calls under the same downloads by curl on the host (no gateway: what
+  a gateway costing nothing would leave them) and under 8 sandboxes spinning
+  (the CPUs busy, no network); with each download load's MB/s (the bytes the
+  test hosts sent).
 
 Test hosts in a network namespace (tests/egress_net.py; needs root), one
 daemon resolving their names from a hosts file. One run, ratios of numbers
@@ -20,14 +24,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import os
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +46,8 @@ from tests.egress_net import ECHO, EgressHosts
 from tests.helpers import Daemon
 
 BIG = 100 * 1000 * 1000
+#: Sandboxes (or host loops) loading the machine while the ninth makes tool calls.
+LOADS = 8
 POLICY = NetworkPolicy(mode="allow", allow=("allowed.test",))
 
 #: In the sandbox: n CONNECTs through the proxy, each until its "200"; seconds each.
@@ -91,6 +101,77 @@ async def _tool_p50(box: Sandbox, seconds: float) -> tuple[float, int]:
     return statistics.median(samples) * 1000, len(samples)
 
 
+@dataclass(frozen=True)
+class Loaded:
+    """Tool calls on the ninth sandbox while a load runs, and what the load moved."""
+
+    p50_ms: float
+    calls: int
+    #: Bytes from the test hosts to the host per second in the calls' window (0: no downloads).
+    mb_s: float
+
+
+async def _calls_under(caller: Sandbox, hosts: EgressHosts, seconds: float) -> Loaded:
+    await asyncio.sleep(2)  # the load is up to speed
+    before, started = hosts.received_bytes(), time.perf_counter()
+    p50, calls = await _tool_p50(caller, seconds)
+    moved = (hosts.received_bytes() - before) / (time.perf_counter() - started)
+    return Loaded(round(p50, 3), calls, round(moved / 1e6, 1))
+
+
+async def _under_gateway_downloads(
+    caller: Sandbox, hosts: EgressHosts, boxes: list[Sandbox], seconds: float
+) -> Loaded:
+    """Eight sandboxes each downloading in a loop through their gateway."""
+    downloads = [
+        asyncio.create_task(
+            b.exec(
+                f"timeout {seconds + 4:.0f} sh -c 'while :; do curl -sS -o /dev/null "
+                "http://allowed.test/big; done'",
+                timeout_ms=600_000,
+            )
+        )
+        for b in boxes
+    ]
+    try:
+        return await _calls_under(caller, hosts, seconds)
+    finally:
+        await asyncio.gather(*downloads, return_exceptions=True)
+
+
+async def _under_host_downloads(caller: Sandbox, hosts: EgressHosts, seconds: float) -> Loaded:
+    """The same eight download loops by curl on the host, straight to the test host:
+    what the calls could reach with a gateway that cost nothing."""
+    loop = f"while :; do curl -sS --noproxy '*' -o /dev/null http://{hosts.allowed}/big; done"
+    procs = [
+        await asyncio.create_subprocess_exec("sh", "-c", loop, start_new_session=True)
+        for _ in range(LOADS)
+    ]
+    try:
+        return await _calls_under(caller, hosts, seconds)
+    finally:
+        for proc in procs:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            await proc.wait()
+
+
+async def _under_cpu_loops(
+    caller: Sandbox, hosts: EgressHosts, boxes: list[Sandbox], seconds: float
+) -> Loaded:
+    """Eight sandboxes each spinning a shell loop: the cost of eight busy sandboxes, no network."""
+    spins = [
+        asyncio.create_task(
+            b.exec(f"timeout {seconds + 4:.0f} sh -c 'while :; do :; done'", timeout_ms=60_000)
+        )
+        for b in boxes
+    ]
+    try:
+        return await _calls_under(caller, hosts, seconds)
+    finally:
+        await asyncio.gather(*spins, return_exceptions=True)
+
+
 async def measure(target: str, hosts: EgressHosts, quick: bool) -> dict[str, Any]:
     options = SandboxOptions(network=POLICY)
     async with GrpcSandboxFactory(target, options=options) as factory:
@@ -108,26 +189,16 @@ async def measure(target: str, hosts: EgressHosts, quick: bool) -> dict[str, Any
             result = await box.exec(["python3", "-c", SETUP, str(n)], timeout_ms=300_000)
             proxied = json.loads(result.stdout)
             direct = _direct_connects(hosts.allowed, n)
-            # 3. tool calls on the ninth while eight download.
+            # 3. tool calls on the ninth: idle, then under three loads.
             caller = boxes[8]
             await caller.write_file("one.txt", b"x" * 1024)
-            idle_p50, idle_n = await _tool_p50(caller, 3 if quick else 8)
-            downloads = [
-                asyncio.create_task(
-                    b.exec(
-                        "for i in 1 2 3 4 5 6 7 8; do curl -sS -o /dev/null "
-                        "http://allowed.test/big; done",
-                        timeout_ms=600_000,
-                    )
-                )
-                for b in boxes[:8]
-            ]
-            await asyncio.sleep(2)
-            loaded_p50, loaded_n = await _tool_p50(caller, 3 if quick else 8)
-            still = sum(1 for d in downloads if not d.done())
-            for d in downloads:
-                d.cancel()
-            await asyncio.gather(*downloads, return_exceptions=True)
+            window = 3 if quick else 8
+            idle_p50, idle_n = await _tool_p50(caller, window)
+            loads = {
+                "host": await _under_host_downloads(caller, hosts, window),
+                "cpu": await _under_cpu_loops(caller, hosts, boxes[:8], window),
+                "gateway": await _under_gateway_downloads(caller, hosts, boxes[:8], window),
+            }
         finally:
             for b in boxes:
                 await b.delete()
@@ -142,10 +213,17 @@ async def measure(target: str, hosts: EgressHosts, quick: bool) -> dict[str, Any
             (statistics.median(proxied) - statistics.median(direct)) * 1000, 3
         ),
         "tool_p50_ms_idle": round(idle_p50, 3),
-        "tool_p50_ms_8_downloading": round(loaded_p50, 3),
-        "tool_p50_ratio": round(loaded_p50 / idle_p50, 3),
-        "samples": {"setup": n, "tool_idle": idle_n, "tool_loaded": loaded_n},
-        "downloads_still_running_at_the_end": still,
+        "tool_p50_ms_8_downloading": loads["gateway"].p50_ms,
+        "tool_p50_ratio": round(loads["gateway"].p50_ms / idle_p50, 3),
+        # The reference: the same load with no gateway (a gateway costing nothing).
+        "tool_p50_ms_8_host_downloading": loads["host"].p50_ms,
+        "tool_p50_ratio_host": round(loads["host"].p50_ms / idle_p50, 3),
+        "tool_p50_ms_8_cpu_loops": loads["cpu"].p50_ms,
+        "tool_p50_ratio_cpu": round(loads["cpu"].p50_ms / idle_p50, 3),
+        "downloads_mb_s_8_through_gateway": loads["gateway"].mb_s,
+        "downloads_mb_s_8_from_host": loads["host"].mb_s,
+        "samples": {"setup": n, "tool_idle": idle_n}
+        | {f"tool_{name}": load.calls for name, load in loads.items()},
     }
 
 
@@ -190,20 +268,29 @@ def evaluate(egress: dict[str, Any]) -> list[Target]:
 
 
 def render(egress: dict[str, Any]) -> str:
-    return "\n".join(
-        [
-            "Egress (issue 25; one run)",
-            f"  100 MB download      proxy {egress['download_mb_s_proxy']:7.1f} MB/s   "
-            f"host direct {egress['download_mb_s_host']:7.1f} MB/s   "
-            f"ratio {egress['download_ratio']:.2f}",
-            f"  connection set-up    proxy {egress['setup_p50_ms_proxy']:7.3f} ms p50 "
-            f"direct {egress['setup_p50_ms_direct']:7.3f} ms   "
-            f"overhead {egress['setup_overhead_p50_ms']:.3f} ms",
-            f"  tool calls (read)    idle {egress['tool_p50_ms_idle']:7.3f} ms p50   "
-            f"8 downloading {egress['tool_p50_ms_8_downloading']:7.3f} ms   "
-            f"ratio {egress['tool_p50_ratio']:.2f}",
+    e = egress
+    lines = [
+        "Egress (issue 25; one run)",
+        f"  100 MB download      proxy {e['download_mb_s_proxy']:7.1f} MB/s   "
+        f"host direct {e['download_mb_s_host']:7.1f} MB/s   "
+        f"ratio {e['download_ratio']:.2f}",
+        f"  connection set-up    proxy {e['setup_p50_ms_proxy']:7.3f} ms p50 "
+        f"direct {e['setup_p50_ms_direct']:7.3f} ms   "
+        f"overhead {e['setup_overhead_p50_ms']:.3f} ms",
+        f"  tool calls (read)    idle {e['tool_p50_ms_idle']:7.3f} ms p50   "
+        f"8 downloading {e['tool_p50_ms_8_downloading']:7.3f} ms   "
+        f"ratio {e['tool_p50_ratio']:.2f}",
+    ]
+    if "tool_p50_ms_8_host_downloading" in e:  # results recorded before these were measured
+        lines += [
+            f"    the same calls   8 host downloads {e['tool_p50_ms_8_host_downloading']:7.3f} ms "
+            f"(ratio {e['tool_p50_ratio_host']:.2f})   "
+            f"8 CPU loops {e['tool_p50_ms_8_cpu_loops']:7.3f} ms "
+            f"(ratio {e['tool_p50_ratio_cpu']:.2f})",
+            f"    8 downloads      gateways {e['downloads_mb_s_8_through_gateway']:7.1f} MB/s "
+            f"  from the host {e['downloads_mb_s_8_from_host']:7.1f} MB/s",
         ]
-    )
+    return "\n".join(lines)
 
 
 def main() -> None:

@@ -102,6 +102,10 @@ class EgressHosts:
         stamp = time.time_ns()
         os.utime(self.hosts_file, ns=(stamp, stamp))
 
+    def received_bytes(self) -> int:
+        """Bytes the host's namespace has received from the test hosts so far."""
+        return int(Path(f"/sys/class/net/{self._host_if}/statistics/rx_bytes").read_text())
+
     def serve(
         self,
         argv: Sequence[str],

@@ -31,6 +31,7 @@ from sandboxd.egress.buffered import Buffered
 from sandboxd.egress.http_head import MAX_HEAD, parse_head
 from sandboxd.egress.intercept import Interceptor
 from sandboxd.egress.limits import Limits, LoopPacer, RateLimiter
+from sandboxd.egress.precedence import Precedence
 from sandboxd.egress.resolver import Resolver
 from sandboxd.egress.rules import Address, Decision, Policy, Ruleset, normalize_host
 
@@ -133,9 +134,11 @@ class Gateway:
         interceptor: Interceptor | None = None,
         own: frozenset[Address] | None = None,
         pacer: LoopPacer | None = None,
+        precedence: Precedence | None = None,
     ) -> None:
         self.instance_id = instance_id
         self._pacer = pacer
+        self._precedence = precedence
         self._accept = accept
         self._policies = policies
         self._decisions = decisions
@@ -414,8 +417,10 @@ class Gateway:
                 await flow.writer.wait_closed()
 
     async def _meter(self, direction: str, size: int) -> None:
-        """Every relayed chunk, plain or intercepted: the loop's pace, the byte-rate
-        limit, then the counters."""
+        """Every relayed chunk, plain or intercepted: the calls in flight first, the
+        loop's pace, the byte-rate limit, then the counters."""
+        if self._precedence is not None:
+            await self._precedence.yield_to_calls(self.instance_id)
         if self._pacer is not None:
             await self._pacer.pace(self.instance_id)
         await self._rate.take(size)

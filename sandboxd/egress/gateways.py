@@ -22,6 +22,7 @@ from sandboxd.contract.errors import Conflict, SandboxdError
 from sandboxd.egress.gateway import LISTENERS, DecisionLog, Gateway, Policies
 from sandboxd.egress.intercept import Interceptor
 from sandboxd.egress.limits import Limits, LoopPacer
+from sandboxd.egress.precedence import Precedence
 from sandboxd.egress.resolver import Resolver
 from sandboxd.egress.rules import Address, Policy
 
@@ -64,6 +65,8 @@ class Gateways:
         self._own = own
         #: One for all the daemon's gateways: the loop they share.
         self._pacer = LoopPacer()
+        #: The calls agents wait on, which every relay lets go first (the service marks them).
+        self.precedence = Precedence()
         self._running: dict[str, tuple[Gateway, asyncio.Task[None]]] = {}
         self._workspaces: dict[str, Accepting] = {}
         self._failed: dict[str, float] = {}
@@ -155,6 +158,7 @@ class Gateways:
             interceptor=self.interceptor,
             own=self._own,
             pacer=self._pacer,
+            precedence=self.precedence,
         )
         task = asyncio.get_running_loop().create_task(
             self._serve(instance_id, gateway), name=f"egress-gateway-{instance_id}"

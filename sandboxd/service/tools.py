@@ -65,7 +65,8 @@ class Tools(ServiceCore):
             request["tool_call_id"] = tool_call_id
         if cwd:
             request["cwd"] = cwd
-        raw = await workspace.call("tool", request)
+        with self.gateways.precedence.call(instance_id):
+            raw = await workspace.call("tool", request)
         fields = raw.get("fields")
         return SandboxToolResult(
             text=str(raw.get("text", "")),

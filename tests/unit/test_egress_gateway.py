@@ -23,6 +23,7 @@ from sandboxd.backends.shared.pipes import Listener
 from sandboxd.contract.network import NetworkDecision, NetworkPolicy
 from sandboxd.egress.gateway import PHRASE_REASON_MAX, Gateway, status_line
 from sandboxd.egress.limits import Limits, LoopPacer, RateLimiter
+from sandboxd.egress.precedence import Precedence
 from sandboxd.egress.resolver import HostsResolver
 
 pytestmark = pytest.mark.anyio
@@ -145,7 +146,11 @@ def hosts(tmp_path: Path) -> Path:
 
 @contextlib.asynccontextmanager
 async def running(
-    hosts: Path, policy: NetworkPolicy, limits: Limits | None = None, interceptor: object = None
+    hosts: Path,
+    policy: NetworkPolicy,
+    limits: Limits | None = None,
+    interceptor: object = None,
+    precedence: Precedence | None = None,
 ) -> AsyncIterator[Harness]:
     registry = Registry(policy)
     harness = Harness(None, registry)  # type: ignore[arg-type]
@@ -158,6 +163,7 @@ async def running(
         limits or Limits(),
         interceptor=interceptor,  # type: ignore[arg-type]
         own=frozenset(),
+        precedence=precedence,
     )
     harness.gateway = gateway
     task = asyncio.create_task(gateway.serve())
@@ -412,6 +418,24 @@ async def test_an_interceptor_takes_the_flows_it_wants(
         pipe.send(b"GET http://allowed.test:8765/ HTTP/1.1\r\nAuthorization: PLACEHOLDER\r\n\r\n")
         assert b"Authorization: real" in await pipe.recv_all()
         assert taken == [("box", "allowed.test", 8765, False)]
+
+
+async def test_relayed_bytes_wait_for_another_sandboxs_tool_call(
+    hosts: Path, upstream: dict[str, list[bytes]]
+) -> None:
+    class Slow(Precedence):
+        HOLD_S = MAX_WAIT_S = 5.0
+
+    precedence = Slow()
+    async with running(hosts, POLICY, precedence=precedence) as h:
+        pipe = h.open()
+        with precedence.call("another-box"):
+            pipe.send(b"CONNECT allowed.test:8765 HTTP/1.1\r\n\r\nhello")
+            assert await pipe.recv(39) == b"HTTP/1.1 200 Connection established\r\n\r\n"
+            await asyncio.sleep(0.2)
+            assert upstream[ALLOWED] == []  # "hello" waits for the call
+        pipe.send_eof()
+        assert await pipe.recv_all() == b"OK hello"
 
 
 async def test_the_pacer_holds_relays_back_only_when_several_sandboxes_relay() -> None:
