@@ -37,31 +37,35 @@ class Precedence:
     MAX_WAIT_S = 0.02
 
     def __init__(self) -> None:
-        #: Calls in flight: token -> (sandbox, the loop time it started).
-        self._calls: dict[int, tuple[str, float]] = {}
+        #: Calls in flight: sandbox -> token -> the loop time it started (in
+        #: that order, so a sandbox's youngest call is its last: a chunk looks
+        #: at one entry per sandbox, however many calls are in flight).
+        self._calls: dict[str, dict[int, float]] = {}
         #: Sandbox -> until when its last ended call keeps relays still.
         self._after: dict[str, float] = {}
         self._tokens = itertools.count()
-        #: Set (and replaced) when a call ends: the waiting chunks look again.
-        self._ended: asyncio.Event | None = None
+        #: The chunks waiting: woken when a call ends, to look again.
+        self._waiting: set[asyncio.Future[None]] = set()
 
     @contextlib.contextmanager
     def call(self, instance_id: str) -> Iterator[None]:
         """Around a tool call of ``instance_id``."""
         loop = asyncio.get_running_loop()
         token = next(self._tokens)
-        self._calls[token] = (instance_id, loop.time())
+        mine = self._calls.setdefault(instance_id, {})
+        mine[token] = loop.time()
         try:
             yield
         finally:
-            del self._calls[token]
+            del mine[token]
+            if not mine:
+                del self._calls[instance_id]
             now = loop.time()
             for key in [k for k, until in self._after.items() if until <= now]:
                 del self._after[key]
             self._after[instance_id] = now + self.AFTER_S
-            if self._ended is not None:
-                self._ended.set()
-                self._ended = None
+            for waiter in self._waiting:
+                _wake(waiter)
 
     def holds(self, instance_id: str) -> bool:
         """Whether ``instance_id``'s relays would wait now."""
@@ -70,9 +74,9 @@ class Precedence:
     def _held_until(self, instance_id: str) -> float:
         """Until when other sandboxes' calls hold ``instance_id``'s relays (0: not)."""
         until = 0.0
-        for owner, started in self._calls.values():
+        for owner, calls in self._calls.items():
             if owner != instance_id:
-                until = max(until, started + self.HOLD_S)
+                until = max(until, next(reversed(calls.values())) + self.HOLD_S)
         for owner, after in self._after.items():
             if owner != instance_id:
                 until = max(until, after)
@@ -85,8 +89,16 @@ class Precedence:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.MAX_WAIT_S
         while (until := min(self._held_until(instance_id), deadline)) > loop.time():
-            if self._ended is None:
-                self._ended = asyncio.Event()
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout_at(until):
-                    await self._ended.wait()
+            waiter: asyncio.Future[None] = loop.create_future()
+            self._waiting.add(waiter)
+            timer = loop.call_at(until, _wake, waiter)
+            try:
+                await waiter
+            finally:
+                timer.cancel()
+                self._waiting.discard(waiter)
+
+
+def _wake(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)

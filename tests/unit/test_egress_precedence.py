@@ -89,6 +89,8 @@ async def test_an_old_call_no_longer_holds_relays() -> None:
         assert not _goes_at_once(precedence, "downloader")
         await asyncio.sleep(0.06)
         assert _goes_at_once(precedence, "downloader")
+        with precedence.call("caller"):  # the same sandbox's next call: young again
+            assert not _goes_at_once(precedence, "downloader")
 
 
 @pytest.mark.anyio
