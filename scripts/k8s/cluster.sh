@@ -246,6 +246,27 @@ cmd_start() {
     host_setup
     write_configs
     start_component "$1"
+    [ "$1" = kube-apiserver ] && rewatch
+    return 0
+}
+
+# A fresh API server answers "forbidden" for a few seconds (its authorizers'
+# caches not yet filled) to the clients that reconnect the moment its port
+# opens; client-go then backs their watches off for up to a minute, during
+# which the scheduler does not see a new claim and the kubelet not a new Pod
+# (a sandbox Pending 60 s in CI). A real control plane has several API servers
+# behind a balancer, so its clients never meet a cold one: here, the
+# components that watch are started again once it is ready.
+rewatch() {
+    local c
+    wait_until 60 "RBAC answers" kubectl_admin auth can-i watch pods --as=system:kube-scheduler \
+        || die "the API server's RBAC did not answer in 60 s (log: $K8S_LOGS/kube-apiserver.log)"
+    for c in kube-controller-manager kube-scheduler kubelet kube-proxy kube-router; do
+        if [ -n "$(component_pid "$c")" ]; then
+            stop_component "$c"
+            start_component "$c"
+        fi
+    done
 }
 
 main() {
