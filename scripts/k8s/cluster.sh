@@ -142,6 +142,7 @@ cmd_up() {
     start_component etcd
     start_component kube-apiserver
     kubectl_admin apply -f "$K8S_DIR/manifests/bootstrap.yaml" >/dev/null
+    wait_rbac  # before its watchers start (see rewatch)
     start_component kube-controller-manager
     start_component kube-scheduler
     start_component containerd
@@ -250,6 +251,11 @@ cmd_start() {
     return 0
 }
 
+wait_rbac() {
+    wait_until 60 "RBAC answers" kubectl_admin auth can-i watch pods --as=system:kube-scheduler \
+        || die "the API server's RBAC did not answer in 60 s (log: $K8S_LOGS/kube-apiserver.log)"
+}
+
 # A fresh API server answers "forbidden" for a few seconds (its authorizers'
 # caches not yet filled) to the clients that reconnect the moment its port
 # opens; client-go then backs their watches off for up to a minute, during
@@ -259,8 +265,7 @@ cmd_start() {
 # components that watch are started again once it is ready.
 rewatch() {
     local c
-    wait_until 60 "RBAC answers" kubectl_admin auth can-i watch pods --as=system:kube-scheduler \
-        || die "the API server's RBAC did not answer in 60 s (log: $K8S_LOGS/kube-apiserver.log)"
+    wait_rbac
     for c in kube-controller-manager kube-scheduler kubelet kube-proxy kube-router; do
         if [ -n "$(component_pid "$c")" ]; then
             stop_component "$c"
