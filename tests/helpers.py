@@ -1,4 +1,4 @@
-"""Helpers shared by the test tiers: daemon processes and health probes."""
+"""Helpers shared by the test tiers: daemon processes, health probes, waiting."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import grpc
@@ -19,6 +19,16 @@ ROOT = Path(__file__).resolve().parents[1]
 #: where the client is tested on a Python the daemon does not run on
 #: (scripts/pythons.py on 3.10), one that it does.
 DAEMON_PYTHON = os.environ.get("SANDBOXD_TEST_DAEMON_PYTHON") or sys.executable
+
+
+def wait_until(condition: Callable[[], object], timeout: float = 10.0) -> bool:
+    """Whether ``condition()`` became true within ``timeout`` (polled every 10 ms)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.01)
+    return False
 
 
 def health_status(target: str, timeout: float = 2.0) -> str:

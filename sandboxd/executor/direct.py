@@ -8,11 +8,17 @@ sandbox user cannot reach it). It names the path in its ``hello`` reply; the
 daemon, root on the host, connects to it through ``/proc/<pid>/root`` and
 checks the listener's credentials before it sends a byte.
 
-Requests may come from stdin or from any direct connection; replies go to
-the one that last said ``hello`` (``Replies``). A connection that says hello
-retires every other direct connection: one daemon owns a workspace, and the
-newest is that daemon. Nothing here may end the executor: the accepting
-thread and each connection's reader survive every error of their own.
+Requests may come from stdin or from any direct connection, and each is
+answered on the one it came on: several daemons (replicas) may each hold a
+connection at once. A connection lives until its peer goes (a daemon that
+dies closes its end; a relay's exec stream ending half-closes it). One a
+peer never ends (a half-open stream) is not kept for ever either: at
+``MAX_CONNECTIONS`` a new connection takes the place of the one heard from
+least recently (a live daemon whose connection went only reconnects). Once
+a hello retired every other connection; that made two live daemons take the
+sandbox from each other on every reconnect. Nothing here may end the
+executor: the accepting thread and each connection's reader survive every
+error of their own.
 """
 
 from __future__ import annotations
@@ -32,9 +38,10 @@ from sandboxd.executor.relay import Relay, Watchdog
 #: The socket's name inside the private directory (short: the daemon's path
 #: to it goes through /proc/<pid>/root and a unix path holds 107 bytes).
 SOCKET_NAME = "s"
-#: Connections open at once; one more is closed at once (only root can
+#: Connections open at once (one per daemon replica, and a reconnect's
+#: overlap); one more replaces the least recently heard (only root can
 #: connect, but a loop of connects must not grow threads without end).
-MAX_CONNECTIONS = 4
+MAX_CONNECTIONS = 8
 #: Bytes asked of a connection per read (a raw upload chunk in one or two).
 READ_SIZE = 1 << 20
 #: Socket buffers of a channel socket, at both ends (the daemon's too): a
@@ -46,7 +53,8 @@ _UCRED = struct.Struct("3i")
 
 
 class Outlet(Protocol):
-    """Where replies go: stdout or one direct connection."""
+    """Where replies go: stdout or one direct connection. Called from many
+    threads; each call writes one whole frame (an outlet orders its own)."""
 
     def write(self, parts: list[bytes]) -> None: ...
 
@@ -54,11 +62,13 @@ class Outlet(Protocol):
 class PipeOutlet:
     def __init__(self, out: BinaryIO) -> None:
         self._out = out
+        self._lock = threading.Lock()
 
     def write(self, parts: list[bytes]) -> None:
-        for part in parts:
-            self._out.write(part)
-        self._out.flush()
+        with self._lock:
+            for part in parts:
+                self._out.write(part)
+            self._out.flush()
 
 
 class Connection:
@@ -67,22 +77,27 @@ class Connection:
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self.closed = False
+        #: Frames go out whole; the socket is closed only while nobody writes.
+        self.lock = threading.Lock()
+        #: When its daemon last sent anything (who goes first at capacity).
+        self.heard = time.monotonic()
 
     def write(self, parts: list[bytes]) -> None:
-        if self.closed:
-            raise OSError("the direct connection is closed")
-        if len(parts) == 1:
-            self.sock.sendall(parts[0])
-            return
-        # A raw frame's header, payload and end in one system call (three
-        # sendall calls cost two more, per event of a stream).
-        views = [memoryview(part) for part in parts if part]
-        while views:
-            sent = self.sock.sendmsg(views)
-            while views and sent >= len(views[0]):
-                sent -= len(views.pop(0))
-            if sent:
-                views[0] = views[0][sent:]
+        with self.lock:
+            if self.closed:
+                raise OSError("the direct connection is closed")
+            if len(parts) == 1:
+                self.sock.sendall(parts[0])
+                return
+            # A raw frame's header, payload and end in one system call (three
+            # sendall calls cost two more, per event of a stream).
+            views = [memoryview(part) for part in parts if part]
+            while views:
+                sent = self.sock.sendmsg(views)
+                while views and sent >= len(views[0]):
+                    sent -= len(views.pop(0))
+                if sent:
+                    views[0] = views[0][sent:]
 
     def shutdown(self) -> None:
         # Wakes the reader (EOF) and any writer blocked on a full buffer
@@ -95,6 +110,8 @@ class Connection:
 #: Takes one request off a connection. With ``inline`` it may return the
 #: call instead of queueing it: the reader runs it itself (``relay.Relay.run``).
 Accept = Callable[[wire.Frame, Outlet, bool], Callable[[], None] | None]
+#: Told of a connection that ended, once (its streams and transfers go).
+Closed = Callable[[Outlet], None]
 Log = Callable[[str], None]
 
 
@@ -107,16 +124,15 @@ class Listener:
         path: str,
         *,
         accept: Accept,
+        closed: Closed,
         log: Log,
-        out_lock: threading.Lock,
         max_line: int,
     ) -> None:
         self._sock = sock
         self.path = path
         self._accept = accept
+        self._closed = closed
         self._log = log
-        # The replies' lock: a socket is closed only while nobody writes to it.
-        self._out_lock = out_lock
         self._max_line = max_line
         self._lock = threading.Lock()
         self._connections: list[Connection] = []
@@ -128,8 +144,8 @@ class Listener:
         state_dir: str,
         *,
         accept: Accept,
+        closed: Closed,
         log: Log,
-        out_lock: threading.Lock,
         max_line: int,
     ) -> Listener:
         """Bind in a fresh private directory; call as root (the daemon checks it)."""
@@ -148,7 +164,7 @@ class Listener:
         except BaseException:
             sock.close()
             raise
-        return cls(sock, path, accept=accept, log=log, out_lock=out_lock, max_line=max_line)
+        return cls(sock, path, accept=accept, closed=closed, log=log, max_line=max_line)
 
     def start(self) -> None:
         threading.Thread(target=self._accept_loop, name="direct-accept", daemon=True).start()
@@ -156,13 +172,6 @@ class Listener:
     def connections(self) -> int:
         with self._lock:
             return len(self._connections)
-
-    def retire_others(self, keep: Outlet) -> None:
-        """``keep`` said hello: every other direct connection is stale."""
-        with self._lock:
-            stale = [c for c in self._connections if c is not keep]
-        for connection in stale:
-            connection.shutdown()
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
@@ -201,17 +210,17 @@ class Listener:
             self._log(f"direct channel: refused a connection of uid {uid} (pid {pid})")
             sock.close()
             return
+        connection = Connection(sock)
         with self._lock:
+            quietest = None
             if len(self._connections) >= MAX_CONNECTIONS:
-                full = True
-            else:
-                full = False
-                connection = Connection(sock)
-                self._connections.append(connection)
-        if full:
-            self._log("direct channel: too many connections; refused one")
-            sock.close()
-            return
+                quietest = min(self._connections, key=lambda c: c.heard)
+                self._connections.remove(quietest)
+            self._connections.append(connection)
+        if quietest is not None:
+            # Its reader sees the end and tells the server (its streams go).
+            self._log("direct channel: too many connections; closed the least recently heard")
+            quietest.shutdown()
         widen_socket(sock)
         # A fresh deframer per connection: a frame a dead daemon left torn
         # died with its connection. Every reader of the connection shares it.
@@ -239,6 +248,7 @@ class Listener:
                 chunk = connection.sock.recv(READ_SIZE)
                 if not chunk:
                     break
+                connection.heard = time.monotonic()
                 calls = []
                 # Every frame is accepted (cancels and credits acted on)
                 # before any call runs here.
@@ -259,8 +269,12 @@ class Listener:
         connection.shutdown()
         with self._lock, contextlib.suppress(ValueError):
             self._connections.remove(connection)
-        with self._out_lock, contextlib.suppress(OSError):
+        with connection.lock, contextlib.suppress(OSError):
             connection.sock.close()
+        try:
+            self._closed(connection)
+        except Exception as exc:  # the server's bug must not end the reader silently
+            self._log(f"direct channel: ending a connection failed: {exc!r}")
 
 
 def widen_socket(sock: socket.socket) -> None:

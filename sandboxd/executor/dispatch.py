@@ -18,6 +18,7 @@ from sandboxd.executor import (
     files,
     identity,
     isolation,
+    owners,
     pipes,
     process,
     processes,
@@ -32,6 +33,12 @@ from sandboxd.executor.wire import PROTOCOL_VERSION
 
 Emit = Callable[[dict[str, Any]], None]
 Handler = Callable[["Executor", Mapping[str, Any], threading.Event, Emit | None], Any]
+#: A daemon's channel (executor.direct.Outlet; None in-process): what a call
+#: that sets up something per daemon is told it came on.
+Channel = object
+ChannelHandler = Callable[
+    ["Executor", Mapping[str, Any], threading.Event, Emit | None, Channel], Any
+]
 
 DEFAULT_MAX_PAYLOAD = 16 << 20
 DEFAULT_MAX_OUTPUT = 16 << 20
@@ -112,6 +119,8 @@ class Executor:
         self.transfers = transfer.Sessions()
         self.processes = processes.Processes(state_dir)
         self.pipes = pipes.Pipes()
+        #: Which daemon's channel owns the sandbox's one-owner things (owners.py).
+        self.owners = owners.Owners()
         #: The direct channel's socket path (executor.direct), named in hello.
         self.direct_path: str | None = None
         #: "shipped" when the bootstrap loaded the daemon's bytecode (main.BYTECODE).
@@ -123,11 +132,25 @@ class Executor:
         args: Mapping[str, Any],
         cancel: threading.Event | None = None,
         emit: Emit | None = None,
+        channel: Channel = None,
     ) -> Any:
+        """Carry out ``op``; ``channel``: the daemon channel it came on."""
+        per_channel = _CHANNEL_HANDLERS.get(op)
+        if per_channel is not None:
+            return per_channel(self, args, cancel or threading.Event(), emit, channel)
         handler = _HANDLERS.get(op)
         if handler is None:
             raise InvalidArgument(f"unknown operation {op!r}")
         return handler(self, args, cancel or threading.Event(), emit)
+
+    def channel_closed(self, channel: Channel) -> None:
+        """A daemon's channel is gone: its transfers have nobody left to finish
+        them, and what it owned passes to the next newest hello's channel."""
+        self.transfers.abort_owned(channel)
+        successor = self.owners.closed(channel)
+        if successor is not None:
+            with contextlib.suppress(InvalidArgument, OSError, ValueError):
+                _apply_hello(self, successor)
 
     def path(self, args: Mapping[str, Any], key: str = "path") -> str:
         return files.resolve(self.workdir, args.get(key))
@@ -158,8 +181,39 @@ class Executor:
 
 
 def _hello(
-    ex: Executor, args: Mapping[str, Any], cancel: threading.Event, emit: Emit | None
+    ex: Executor,
+    args: Mapping[str, Any],
+    cancel: threading.Event,
+    emit: Emit | None,
+    channel: Channel,
 ) -> Any:
+    _apply_hello(ex, args)
+    # The newest hello owns the sandbox (owners.py): its settings, just put
+    # in force, are the ones a successor's close would bring back.
+    ex.owners.hello(channel, args)
+    # A daemon (re)starting on this channel has no transfers: ones begun on
+    # it before have nobody left to finish them, so their temp files go now.
+    # Other channels' transfers are other daemons' and go on.
+    ex.transfers.abort_owned(channel)
+    # The workdir may be a folder inside the volume that does not exist yet.
+    with contextlib.suppress(OSError):
+        os.makedirs(ex.workdir, exist_ok=True)
+    reply: dict[str, Any] = {
+        "protocol": PROTOCOL_VERSION,
+        "pid": os.getpid(),
+        "bundle": ex.bundle_id,
+        "bytecode": ex.bytecode,
+    }
+    if ex.direct_path is not None:
+        reply["direct"] = ex.direct_path
+    if identity.active() is not None:
+        reply["isolation"] = isolation.mode()
+    return reply
+
+
+def _apply_hello(ex: Executor, args: Mapping[str, Any]) -> None:
+    """Put a hello's settings in force (every replica states the same ones
+    for a sandbox, but for its own egress CA)."""
     # A (re)connecting daemon restates its limits; the executor keeps its state.
     if "workdir" in args:
         ex.workdir = _str(args, "workdir")
@@ -179,23 +233,6 @@ def _hello(
     ex.base_env = {**ex.start_env, **ex.trust_env, **ex.options_env}
     if "allow_ptrace" in args:
         isolation.enabled = not _bool(args, "allow_ptrace")
-    # A (re)connecting daemon starts with no transfers: the old ones have no
-    # one left to finish them, so their temp files go now.
-    ex.transfers.abort_all()
-    # The workdir may be a folder inside the volume that does not exist yet.
-    with contextlib.suppress(OSError):
-        os.makedirs(ex.workdir, exist_ok=True)
-    reply: dict[str, Any] = {
-        "protocol": PROTOCOL_VERSION,
-        "pid": os.getpid(),
-        "bundle": ex.bundle_id,
-        "bytecode": ex.bytecode,
-    }
-    if ex.direct_path is not None:
-        reply["direct"] = ex.direct_path
-    if identity.active() is not None:
-        reply["isolation"] = isolation.mode()
-    return reply
 
 
 def _read_file(
@@ -336,7 +373,11 @@ def _session_id(args: Mapping[str, Any]) -> str:
 
 
 def _upload_begin(
-    ex: Executor, args: Mapping[str, Any], cancel: threading.Event, emit: Emit | None
+    ex: Executor,
+    args: Mapping[str, Any],
+    cancel: threading.Event,
+    emit: Emit | None,
+    channel: Channel,
 ) -> Any:
     session_id = _session_id(args)
     expected = args.get("expected_sha256")
@@ -348,7 +389,7 @@ def _upload_begin(
         mode=None if mode is None else _int(args, "mode"),
         locks=ex.locks,
     )
-    return {"session": ex.transfers.add(session_id, session)}
+    return {"session": ex.transfers.add(session_id, session, channel)}
 
 
 def _upload_chunk(
@@ -376,11 +417,15 @@ def _transfer_abort(
 
 
 def _download_begin(
-    ex: Executor, args: Mapping[str, Any], cancel: threading.Event, emit: Emit | None
+    ex: Executor,
+    args: Mapping[str, Any],
+    cancel: threading.Event,
+    emit: Emit | None,
+    channel: Channel,
 ) -> Any:
     session_id = _session_id(args)
     session = transfer.Download(ex.path(args))
-    return {"session": ex.transfers.add(session_id, session), "size": session.size}
+    return {"session": ex.transfers.add(session_id, session, channel), "size": session.size}
 
 
 def _download_read(
@@ -391,11 +436,15 @@ def _download_read(
 
 
 def _tree_upload_begin(
-    ex: Executor, args: Mapping[str, Any], cancel: threading.Event, emit: Emit | None
+    ex: Executor,
+    args: Mapping[str, Any],
+    cancel: threading.Event,
+    emit: Emit | None,
+    channel: Channel,
 ) -> Any:
     session_id = _session_id(args)
     session = tree.TreeUpload(ex.path(args))
-    return {"session": ex.transfers.add(session_id, session)}
+    return {"session": ex.transfers.add(session_id, session, channel)}
 
 
 def _tree_upload_chunk(
@@ -422,12 +471,16 @@ def _tree_upload_commit(
 
 
 def _tree_download_begin(
-    ex: Executor, args: Mapping[str, Any], cancel: threading.Event, emit: Emit | None
+    ex: Executor,
+    args: Mapping[str, Any],
+    cancel: threading.Event,
+    emit: Emit | None,
+    channel: Channel,
 ) -> Any:
     session_id = _session_id(args)
     gitignore_aware = _bool(args, "gitignore")
     session = tree.TreeDownload(ex.path(args), gitignore_aware=gitignore_aware)
-    return {"session": ex.transfers.add(session_id, session)}
+    return {"session": ex.transfers.add(session_id, session, channel)}
 
 
 def _tree_download_read(
@@ -539,10 +592,22 @@ def _pipe_connect(
 
 
 def _pipe_listen(
-    ex: Executor, args: Mapping[str, Any], cancel: threading.Event, emit: Emit | None
+    ex: Executor,
+    args: Mapping[str, Any],
+    cancel: threading.Event,
+    emit: Emit | None,
+    channel: Channel,
 ) -> Any:
     listeners = pipes.listeners_arg(args.get("listeners"))
-    return ex.pipes.listen(listeners, cancel, _streamed("pipe_listen", emit))
+    # Only the gateway listens, on fixed ports: the owner's listen serves
+    # them, another channel's stands by (owners.py, pipes.Pipes.listen).
+    return ex.pipes.listen(
+        listeners,
+        cancel,
+        _streamed("pipe_listen", emit),
+        owns=lambda: ex.owners.owns(channel),
+        channel=channel,
+    )
 
 
 def _pipe_attach(
@@ -574,8 +639,17 @@ def _ports_list(
     return {"ports": pipes.listening_ports()}
 
 
-_HANDLERS: dict[str, Handler] = {
+#: Operations that set up something of the daemon channel they came on.
+_CHANNEL_HANDLERS: dict[str, ChannelHandler] = {
     "hello": _hello,
+    "upload_begin": _upload_begin,
+    "download_begin": _download_begin,
+    "tree_upload_begin": _tree_upload_begin,
+    "tree_download_begin": _tree_download_begin,
+    "pipe_listen": _pipe_listen,
+}
+
+_HANDLERS: dict[str, Handler] = {
     "read_file": _read_file,
     "write_file": _write_file,
     "stat": _stat,
@@ -585,16 +659,12 @@ _HANDLERS: dict[str, Handler] = {
     "remove": _remove,
     "exec": _exec,
     "tool": _tool,
-    "upload_begin": _upload_begin,
     "upload_chunk": _upload_chunk,
     "upload_commit": _upload_commit,
     "transfer_abort": _transfer_abort,
-    "download_begin": _download_begin,
     "download_read": _download_read,
-    "tree_upload_begin": _tree_upload_begin,
     "tree_upload_chunk": _tree_upload_chunk,
     "tree_upload_commit": _tree_upload_commit,
-    "tree_download_begin": _tree_download_begin,
     "tree_download_read": _tree_download_read,
     "proc_start": _proc_start,
     "proc_attach": _proc_attach,
@@ -603,7 +673,6 @@ _HANDLERS: dict[str, Handler] = {
     "proc_signal": _proc_signal,
     "proc_list": _proc_list,
     "pipe_connect": _pipe_connect,
-    "pipe_listen": _pipe_listen,
     "pipe_attach": _pipe_attach,
     "pipe_write": _pipe_write,
     "pipe_shutdown": _pipe_shutdown,

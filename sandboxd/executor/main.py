@@ -1,11 +1,14 @@
 """The executor's main loop inside a workspace container.
 
 Reads request lines from stdin (the Docker attach stream sandboxd holds)
-and, with privilege separation, from the daemon's connections to its own
+and, with privilege separation, from the daemons' connections to its own
 unix socket (executor.direct); runs each on a worker thread so a long
-command never blocks a file read, and writes reply lines under one lock to
-the channel that last said hello. Nothing a request carries can end this
-loop: every failure becomes an error reply.
+command never blocks a file read, and writes each reply to the channel its
+request came on. Several daemons (replicas) may serve the sandbox at once:
+request ids, cancels and credits are per channel, and a channel that closes
+takes its own streams with it (executor.owners says who owns what the
+sandbox has one of). Nothing a request carries can end this loop: every
+failure becomes an error reply.
 """
 
 from __future__ import annotations
@@ -90,38 +93,48 @@ _OS_ERROR_KINDS = {
 }
 
 
+class _Call:
+    """A request accepted and not yet answered."""
+
+    __slots__ = ("cancel", "credits", "stream")
+
+    def __init__(self, stream: bool, credits: Credits | None) -> None:
+        self.cancel = threading.Event()
+        self.stream = stream
+        self.credits = credits
+
+
 class _Server:
-    def __init__(self, executor: Executor, out: direct.Outlet) -> None:
+    def __init__(self, executor: Executor, stdio: direct.Outlet) -> None:
         self.executor = executor
-        #: Where replies go: the channel that last said hello (stdin's
-        #: replies go to stdout, a direct connection's to itself).
-        self.out = out
-        self.out_lock = threading.Lock()
-        #: Called with the outlet that said hello (the listener retires the rest).
-        self.on_hello: Callable[[direct.Outlet], None] | None = None
-        self.cancels: dict[int, threading.Event] = {}
-        self.credits: dict[int, Credits] = {}
+        #: The attach stream's outlet: stdin's replies go to stdout (a direct
+        #: connection is its own outlet). Each outlet orders its own frames.
+        self.stdio = stdio
+        executor.owners.fallback = stdio
+        #: (channel, request id) -> the call: ids are the channel's daemon's.
+        self.calls: dict[tuple[direct.Outlet, int], _Call] = {}
+        self.calls_lock = threading.Lock()
         #: Requests accepted and not yet answered. At MAX_WORKERS a new one is
         #: refused at once: the pool's queue would otherwise grow without
         #: bound behind calls that never finish.
         self.busy = 0
         self.busy_lock = threading.Lock()
         #: Requests answered with "out of threads" while queued in the pool.
-        self.refused: set[int] = set()
+        self.refused: set[tuple[direct.Outlet, int]] = set()
         # Workers act as the sandbox user (a no-op without privilege separation).
         self.pool = ThreadPoolExecutor(
             max_workers=MAX_WORKERS, thread_name_prefix="op", initializer=identity.become_user
         )
 
-    def send(self, message: dict[str, Any]) -> None:
+    def send(self, out: direct.Outlet, message: dict[str, Any]) -> None:
         """A frame without bytes (errors)."""
-        self._framed(message.get("id"), lambda: [wire.encode(message)])
+        self._framed(out, message.get("id"), lambda: [wire.encode(message)])
 
-    def reply(self, request_id: int, body: str, fields: dict[str, Any]) -> None:
+    def reply(self, out: direct.Outlet, request_id: int, body: str, fields: dict[str, Any]) -> None:
         """An ``ok`` or ``ev`` frame; its first bytes field travels raw."""
-        self._framed(request_id, lambda: wire.frame({"id": request_id}, body, fields))
+        self._framed(out, request_id, lambda: wire.frame({"id": request_id}, body, fields))
 
-    def _framed(self, request_id: Any, make: Callable[[], list[bytes]]) -> None:
+    def _framed(self, out: direct.Outlet, request_id: Any, make: Callable[[], list[bytes]]) -> None:
         try:
             parts = make()
         except SandboxdError as exc:
@@ -129,35 +142,36 @@ class _Server:
             # valid Unicode) still answers its request, or the caller would wait.
             error = {"kind": exc.kind, "message": exc.message}
             parts = [wire.encode({"id": request_id, "err": error})]
-        self._write(parts)
+        try:
+            out.write(parts)
+        except OSError as exc:
+            # The channel went (its daemon with it): nobody waits for this.
+            _log(f"cannot write reply: {exc}")
 
-    def _write(self, parts: list[bytes]) -> None:
-        with self.out_lock:
-            try:
-                self.out.write(parts)
-            except OSError as exc:
-                _log(f"cannot write reply: {exc}")
+    def closed(self, origin: direct.Outlet) -> None:
+        """A channel ended: its streams have nobody to go to, and what it
+        set up goes (its transfers; what it owned passes on, executor.owners).
+        Its other calls finish: their results are kept for a replay by
+        ``tool_call_id`` (executor.records) when its daemon asks again."""
+        self._end_streams(origin)
+        self.executor.channel_closed(origin)
 
-    def adopt(self, origin: direct.Outlet) -> None:
-        """``origin`` said hello: its daemon owns the workspace, replies go there.
-
-        Replies still in flight for the previous channel land here too; the
-        daemon drops ids it is not waiting for.
-        """
-        with self.out_lock:
-            self.out = origin
-        if self.on_hello is not None:
-            self.on_hello(origin)
+    def _end_streams(self, origin: direct.Outlet) -> None:
+        with self.calls_lock:
+            streams = [c for (o, _), c in self.calls.items() if o is origin and c.stream]
+        for call in streams:
+            call.cancel.set()
 
     def accept(
         self, frame: wire.Frame | bytes, origin: direct.Outlet | None = None, inline: bool = False
     ) -> Callable[[], None] | None:
         """One request off a channel (a bytes line: a frame without payload).
 
-        ``origin`` is the channel it came from (None: the current one). With
+        ``origin`` is the channel it came from (None: the attach stream). With
         ``inline``, a quick tool call is returned for the caller's thread to
         run instead of going to a worker.
         """
+        out = self.stdio if origin is None else origin
         if isinstance(frame, bytes):
             frame = wire.Frame(frame.rstrip(b"\n"))
         try:
@@ -167,16 +181,17 @@ class _Server:
             return None
         request_id = message.get("id")
         op = message.get("op")
-        if op == "cancel":
-            event = self.cancels.get(message.get("target"))  # type: ignore[arg-type]
-            if event is not None:
-                event.set()
-            return None
-        if op == "credit":
-            credits = self.credits.get(message.get("target"))  # type: ignore[arg-type]
+        if op in ("cancel", "credit"):
+            target = message.get("target")
+            with self.calls_lock:
+                call = self.calls.get((out, target)) if isinstance(target, int) else None
             count = message.get("n")
-            if credits is not None and isinstance(count, int) and 0 < count <= MAX_GRANT:
-                credits.grant(count)
+            if call is None:
+                pass
+            elif op == "cancel":
+                call.cancel.set()
+            elif call.credits is not None and isinstance(count, int) and 0 < count <= MAX_GRANT:
+                call.credits.grant(count)
             return None
         if not isinstance(request_id, int) or not isinstance(op, str):
             _log("dropped a frame without an integer id and an op")
@@ -184,21 +199,25 @@ class _Server:
         if op == "ping":
             # Answered here, ahead of any worker: the daemon pings a quiet
             # channel before a call to learn whether this executor is alive.
-            self.send({"id": request_id, "ok": {}})
+            self.send(out, {"id": request_id, "ok": {}})
             return None
-        if op == "hello" and origin is not None and origin is not self.out:
-            self.adopt(origin)
+        if op == "hello":
+            # A daemon (re)starting on this channel: streams an earlier one
+            # left on it (a daemon killed on the attach stream, which stays
+            # open) have nobody to go to.
+            self._end_streams(out)
         args = message.get("args") or {}
         if not isinstance(args, dict):
             self.send(
+                out,
                 {
                     "id": request_id,
                     "err": {"kind": "invalid_argument", "message": "args must be an object"},
-                }
+                },
             )
             return None
         if op in _QUICK_PIPE_OPS:
-            quick = self._pipe_now(request_id, op, args, frame)
+            quick = self._pipe_now(out, request_id, op, args, frame)
             if quick is None:
                 return None
             frame = quick
@@ -215,20 +234,24 @@ class _Server:
                 else f"the sandbox is already running {MAX_WORKERS} calls; "
                 "wait for some to finish, or restart the sandbox"
             )
-            self.send({"id": request_id, "err": {"kind": "resource_exhausted", "message": refusal}})
+            error = {"kind": "resource_exhausted", "message": refusal}
+            self.send(out, {"id": request_id, "err": error})
             return None
-        cancel = threading.Event()
-        self.cancels[request_id] = cancel
         stream = bool(message.get("stream"))
+        credits = None
         if stream:
             window = message.get("credits", WINDOW)
             if not isinstance(window, int) or not 0 < window <= MAX_GRANT:
                 window = WINDOW
-            self.credits[request_id] = Credits(window)
+            credits = Credits(window)
+        call = _Call(stream, credits)
+        key = (out, request_id)
+        with self.calls_lock:
+            self.calls[key] = call
         if inline and not stream and op == "tool" and args.get("name") in QUICK_TOOLS:
-            return functools.partial(self.serve, request_id, op, args, frame, cancel, False)
+            return functools.partial(self.serve, out, request_id, op, args, frame, call)
         try:
-            self.pool.submit(self.serve, request_id, op, args, frame, cancel, stream)
+            self.pool.submit(self.serve, out, request_id, op, args, frame, call)
         except RuntimeError as exc:  # "can't start new thread": the pids limit is reached
             # The request is queued already (submit queues, then starts a
             # thread): a worker finishing its call takes it, so with workers
@@ -236,11 +259,10 @@ class _Server:
             # that a worker started later does not run it after the refusal.
             if self.pool._threads:
                 return None
-            self.refused.add(request_id)
-            self._done()
-            self.cancels.pop(request_id, None)
-            self.credits.pop(request_id, None)
+            self.refused.add(key)
+            self._done(key, call)
             self.send(
+                out,
                 {
                     "id": request_id,
                     "err": {
@@ -248,12 +270,12 @@ class _Server:
                         "message": f"the sandbox is out of processes or threads ({exc}); "
                         "stop some processes, or restart the sandbox",
                     },
-                }
+                },
             )
         return None
 
     def _pipe_now(
-        self, request_id: int, op: str, args: dict[str, Any], frame: wire.Frame
+        self, out: direct.Outlet, request_id: int, op: str, args: dict[str, Any], frame: wire.Frame
     ) -> wire.Frame | None:
         """A pipe write or half-close done here on the reader's thread when it
         needs no wait (the usual case: a socket with room), sparing the
@@ -265,41 +287,42 @@ class _Server:
                 result = self.executor.pipes.shutdown(key, wait=False)
                 if result is None:
                     return frame
-                self.reply(request_id, "ok", result)
+                self.reply(out, request_id, "ok", result)
                 return None
             if frame.raw_key != "data" or frame.payload is None or "data" in args:
                 return frame  # not the raw form: the worker decodes and checks it
             sent = self.executor.pipes.write_now(key, frame.payload)
             if sent < len(frame.payload):
                 return dataclasses.replace(frame, payload=frame.payload[sent:])
-            self.reply(request_id, "ok", {"written": sent})
+            self.reply(out, request_id, "ok", {"written": sent})
         except SandboxdError as exc:
-            self.send({"id": request_id, "err": {"kind": exc.kind, "message": exc.message}})
+            self.send(out, {"id": request_id, "err": {"kind": exc.kind, "message": exc.message}})
         return None
 
     def serve(
         self,
+        out: direct.Outlet,
         request_id: int,
         op: str,
         args: dict[str, Any],
         frame: wire.Frame,
-        cancel: threading.Event,
-        stream: bool,
+        call: _Call,
     ) -> None:
-        if request_id in self.refused:
-            self.refused.discard(request_id)
+        key = (out, request_id)
+        if key in self.refused:
+            self.refused.discard(key)
             return
         # Workers switch in their initializer; a reader thread running a
         # quick call acts as the sandbox user already (threads inherit the
         # identity of their starter). Made sure: a tool never runs as root.
         identity.become_user()
-        credits = self.credits.get(request_id)
+        cancel, credits = call.cancel, call.credits
 
         def emit(event: dict[str, Any]) -> None:
             # Without a credit the consumer is behind: wait (this call only).
             # A cancelled stream's events have nobody to go to.
             if credits is None or credits.take(cancel):
-                self.reply(request_id, "ev", event)
+                self.reply(out, request_id, "ev", event)
 
         try:
             # Decoded here, on the call's own thread, not the reader's.
@@ -309,22 +332,25 @@ class _Server:
                     args = wire.attach_raw(args, frame.raw_key, frame.payload)
                 except ValueError as exc:
                     raise InvalidArgument(str(exc)) from None
-            result = self.executor.handle(op, args, cancel, emit if stream else None)
-            self.reply(request_id, "ok", result)
+            result = self.executor.handle(op, args, cancel, emit if call.stream else None, out)
+            self.reply(out, request_id, "ok", result)
         except SandboxdError as exc:
-            self.send({"id": request_id, "err": {"kind": exc.kind, "message": exc.message}})
+            self.send(out, {"id": request_id, "err": {"kind": exc.kind, "message": exc.message}})
         except OSError as exc:
             kind = _OS_ERROR_KINDS.get(exc.errno or 0, "internal")
-            self.send({"id": request_id, "err": {"kind": kind, "message": f"{op}: {exc}"}})
+            self.send(out, {"id": request_id, "err": {"kind": kind, "message": f"{op}: {exc}"}})
         except Exception as exc:  # a bug must not end the loop
             _log(f"{op} failed: {exc!r}")
-            self.send({"id": request_id, "err": {"kind": "internal", "message": f"{op}: {exc!r}"}})
+            error = {"kind": "internal", "message": f"{op}: {exc!r}"}
+            self.send(out, {"id": request_id, "err": error})
         finally:
-            self.cancels.pop(request_id, None)
-            self.credits.pop(request_id, None)
-            self._done()
+            self._done(key, call)
 
-    def _done(self) -> None:
+    def _done(self, key: tuple[direct.Outlet, int], call: _Call) -> None:
+        with self.calls_lock:
+            # A daemon that reused an id while its first call ran keeps the newer.
+            if self.calls.get(key) is call:
+                del self.calls[key]
         with self.busy_lock:
             self.busy -= 1
 
@@ -365,15 +391,14 @@ def _listen(server: _Server) -> direct.Listener | None:
             listener = direct.Listener.open(
                 STATE_DIR,
                 accept=server.accept,
+                closed=server.closed,
                 log=_log,
-                out_lock=server.out_lock,
                 max_line=MAX_REQUEST_LINE,
             )
         listener.start()
     except Exception as exc:  # the attach stream still serves
         _log(f"no direct channel: {exc!r}")
         return None
-    server.on_hello = listener.retire_others
     server.executor.direct_path = listener.path
     return listener
 

@@ -127,6 +127,21 @@ class _Pipe:
             self.sock.close()
 
 
+class _Hold:
+    """One listen's claim on its addresses."""
+
+    def __init__(self, cancel: threading.Event, channel: object) -> None:
+        self.cancel = cancel
+        self.channel = channel
+        #: Set when another listen took the addresses over; ``taken_by``: its channel.
+        self.taken = threading.Event()
+        self.taken_by: object = None
+
+    def take(self, channel: object) -> None:
+        self.taken_by = channel
+        self.taken.set()
+
+
 class Pipes:
     """The pipes and pending accepted connections of one executor."""
 
@@ -134,8 +149,8 @@ class Pipes:
         self._lock = threading.Lock()
         self._pipes: dict[str, _Pipe] = {}
         self._pending: dict[str, tuple[socket.socket, float]] = {}
-        #: (host, port) -> the cancel of the listen that holds it.
-        self._listening: dict[tuple[str, int], threading.Event] = {}
+        #: (host, port) -> the listen that holds it.
+        self._listening: dict[tuple[str, int], _Hold] = {}
 
     # ------------------------------------------------------------ streams
 
@@ -326,23 +341,46 @@ class Pipes:
     # ------------------------------------------------------------ listeners
 
     def listen(
-        self, listeners: list[tuple[str, str, int]], cancel: threading.Event, emit: Emit
+        self,
+        listeners: list[tuple[str, str, int]],
+        cancel: threading.Event,
+        emit: Emit,
+        *,
+        owns: Callable[[], bool] = lambda: True,
+        channel: object = None,
     ) -> dict[str, Any]:
-        bound: dict[socket.socket, str] = {}
+        """Listen until cancelled; each accepted connection is an event.
+
+        An address another listen holds is taken over only when ``owns()``
+        (this call's channel owns the sandbox, executor.owners); otherwise
+        this listen stands by (a ``standby`` event) until its channel owns
+        or the address is let go. A listen taken over by another channel's
+        stands by the same way, so two daemons never take it back and forth;
+        one taken over by a listen of its own channel has been replaced and ends.
+        """
+        hold = _Hold(cancel, channel)
+        waiting = False
+        while not cancel.is_set():
+            bound = self._claim(listeners, hold, owns)
+            if bound is None:
+                if not waiting:
+                    emit({"standby": True})
+                    waiting = True
+                cancel.wait(POLL_S)
+                continue
+            waiting = False
+            self._serve(bound, hold, emit)
+            if hold.taken.is_set() and hold.taken_by is channel:
+                break
+            hold.taken.clear()
+        return {}
+
+    def _serve(self, bound: dict[socket.socket, tuple[str, int]], hold: _Hold, emit: Emit) -> None:
+        """Accept on ``bound`` until the listen is cancelled or taken over."""
         mine: set[str] = set()
-        held: list[tuple[str, int]] = []
         try:
-            for name, host, port in listeners:
-                family = socket.AF_INET6 if ":" in host else socket.AF_INET
-                sock = socket.socket(family, socket.SOCK_STREAM)
-                bound[sock] = name
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                self._bind(sock, host, port, cancel)
-                if port:
-                    held.append((host, port))
-                sock.listen(MAX_PENDING)
-            emit({"listening": [[name, *s.getsockname()[:2]] for s, name in bound.items()]})
-            while not cancel.is_set():
+            emit({"listening": [[name, *s.getsockname()[:2]] for s, (name, _) in bound.items()]})
+            while not hold.cancel.is_set() and not hold.taken.is_set():
                 readable, _, _ = select.select(list(bound), [], [], POLL_S)
                 self._expire(mine)
                 for sock in readable:
@@ -351,46 +389,72 @@ class Pipes:
                         conn_id = self._park(conn)
                         if conn_id is not None:
                             mine.add(conn_id)
-                            emit({"accepted": conn_id, "listener": bound[sock]})
-            return {}
+                            emit({"accepted": conn_id, "listener": bound[sock][0]})
         finally:
-            for sock in bound:
-                sock.close()
+            self._release(bound, hold)
             with self._lock:
-                for address in held:
-                    if self._listening.get(address) is cancel:
-                        del self._listening[address]
                 leftovers = [self._pending.pop(c, None) for c in mine]
             for entry in leftovers:
                 if entry is not None:
                     entry[0].close()
 
-    def _bind(self, sock: socket.socket, host: str, port: int, cancel: threading.Event) -> None:
-        """Bind ``sock``; an address a listen of this executor holds is taken over.
-
-        Only the daemon asks for listens, and the one that asks now is the one
-        that said hello last: an earlier listen on the address belongs to a
-        daemon that went without cancelling it (killed, or another replica took
-        the workspace over), whose stream nobody reads. Left alone it would
-        hold the address for good (a restarted daemon's egress gateway could
-        never listen again). A listener the workload made is never touched.
-        """
+    def _claim(
+        self, listeners: list[tuple[str, str, int]], hold: _Hold, owns: Callable[[], bool]
+    ) -> dict[socket.socket, tuple[str, int]] | None:
+        """The bound sockets of ``listeners``; None when another listen holds
+        one of the addresses and this one may not take it over."""
+        fixed = [(host, port) for _, host, port in listeners if port]
         with self._lock:
-            previous = self._listening.get((host, port)) if port else None
-        if previous is not None and previous is not cancel:
-            previous.set()
-        deadline = time.monotonic() + (TAKEOVER_S if previous is not None else 0)
+            held = {a: h for a in fixed if (h := self._listening.get(a)) not in (None, hold)}
+            if held and not owns():
+                return None
+            for address in fixed:
+                self._listening[address] = hold
+        # An earlier listen on the address belongs to a daemon that lost the
+        # sandbox (another took it over, or it went without cancelling: killed,
+        # its channel the attach stream that never closes). Left alone it would
+        # hold the address for good. It lets go within a poll.
+        for previous in set(held.values()):
+            previous.take(hold.channel)
+        bound: dict[socket.socket, tuple[str, int]] = {}
+        try:
+            for name, host, port in listeners:
+                family = socket.AF_INET6 if ":" in host else socket.AF_INET
+                sock = socket.socket(family, socket.SOCK_STREAM)
+                bound[sock] = (name, port)
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                self._bind(sock, host, port, hold.cancel, wait=bool(held))
+                sock.listen(MAX_PENDING)
+        except BaseException:
+            self._release(bound, hold)
+            raise
+        return bound
+
+    def _release(self, bound: dict[socket.socket, tuple[str, int]], hold: _Hold) -> None:
+        for sock in bound:
+            sock.close()
+        with self._lock:
+            for address, holder in list(self._listening.items()):
+                if holder is hold:
+                    del self._listening[address]
+
+    @staticmethod
+    def _bind(
+        sock: socket.socket, host: str, port: int, cancel: threading.Event, *, wait: bool
+    ) -> None:
+        """Bind ``sock``; with ``wait``, while an earlier listen lets the address go.
+
+        A listener the workload made is never touched: its address stays a Conflict.
+        """
+        deadline = time.monotonic() + (TAKEOVER_S if wait else 0)
         while True:
             try:
                 sock.bind((host, port))
-                break
+                return
             except OSError as exc:
                 if time.monotonic() >= deadline or cancel.is_set():
                     raise Conflict(f"cannot listen on {host} port {port}: {exc}") from None
                 time.sleep(POLL_S / 4)  # the earlier listen closes within a poll
-        if port:
-            with self._lock:
-                self._listening[(host, port)] = cancel
 
     def _park(self, conn: socket.socket) -> str | None:
         with self._lock:

@@ -6,7 +6,8 @@ more than ``WINDOW`` chunks of ``CHUNK`` bytes whatever the file's size.
 An upload writes a temp file next to its target and renames it over the
 target on commit, so a stream cut mid-way leaves the old file untouched.
 Sessions that stop hearing from the daemon (client gone, channel dropped)
-are aborted by a reaper after ``IDLE_S``; a reconnecting daemon aborts all.
+are aborted by a reaper after ``IDLE_S``; a daemon's channel that closes, or
+says hello again (its daemon restarted on it), aborts the sessions begun on it.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ class Session:
 
     def __init__(self) -> None:
         self.touched = time.monotonic()
+        #: The daemon channel it was begun on (``Sessions.abort_owned``).
+        self.owner: object = None
         self._turn = threading.Condition()
         self._next = 0
         self.closed = False
@@ -75,8 +78,10 @@ class Sessions:
         self._tombstones: dict[str, None] = {}
         self._reaper: threading.Thread | None = None
 
-    def add(self, session_id: str, session: Session) -> str:
-        """Register ``session`` under the id the daemon chose for it."""
+    def add(self, session_id: str, session: Session, owner: object = None) -> str:
+        """Register ``session`` under the id the daemon chose for it, begun on
+        the channel ``owner``."""
+        session.owner = owner
         with self._lock:
             if session_id in self._tombstones:
                 # The daemon aborted it before this begin finished.
@@ -129,6 +134,14 @@ class Sessions:
     def abort_all(self) -> None:
         with self._lock:
             sessions, self._open = list(self._open.values()), {}
+        for session in sessions:
+            session.abort()
+
+    def abort_owned(self, owner: object) -> None:
+        """Abort the sessions begun on the channel ``owner`` (others go on)."""
+        with self._lock:
+            mine = [k for k, s in self._open.items() if s.owner is owner]
+            sessions = [self._open.pop(k) for k in mine]
         for session in sessions:
             session.abort()
 

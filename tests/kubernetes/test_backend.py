@@ -282,11 +282,10 @@ async def test_two_racing_creators_end_with_one_pod(
         )
         assert len(_pods(cluster, kube_daemon, instance_id)) == 1
         assert len(_claims(cluster, kube_daemon, instance_id)) == 1
-        # One replica serves a sandbox at a time: the one that said hello
-        # last (executor.direct); a call caught in a takeover is UNAVAILABLE
-        # and is retried (README, "Running on Kubernetes").
-        await _retrying(lambda: a.write_file("/workspace/from-a", b"a"))
-        read = await _retrying(lambda: b.read_file("/workspace/from-a"))
+        # Both replicas serve the sandbox at once (executor.owners): no call
+        # is caught in a takeover, so none is retried.
+        await a.write_file("/workspace/from-a", b"a")
+        read = await b.read_file("/workspace/from-a")
         assert read.data == b"a"
         await b.delete()
 

@@ -1,8 +1,9 @@
 """The executor's direct channel (executor.direct) on real unix sockets.
 
-The listener and the reply switch are the executor's own code, run here on the
-host: a connection that says hello gets the replies (stdin's too) and retires
-the other connections; a bad connection, a flood of them or a non-root peer
+The listener and the server are the executor's own code, run here on the
+host: every request is answered on the connection it came on, several
+connections (daemon replicas) are served at once, one that ends takes only
+its own streams with it; a bad connection, a flood of them or a non-root peer
 changes nothing for the rest.
 """
 
@@ -26,6 +27,7 @@ from sandboxd.executor import direct, wire
 from sandboxd.executor.dispatch import Executor
 from sandboxd.executor.main import MAX_REQUEST_LINE, _Server
 from tests.executor_outlet import RecordingOutlet
+from tests.helpers import wait_until as _wait
 
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (peer uids)")
 
@@ -75,25 +77,15 @@ def served(tmp_path: Path) -> Iterator[tuple[_Server, RecordingOutlet, direct.Li
     listener = direct.Listener.open(
         str(tmp_path / "state"),
         accept=server.accept,
+        closed=server.closed,
         log=lambda message: None,
-        out_lock=server.out_lock,
         max_line=MAX_REQUEST_LINE,
     )
     listener.start()
-    server.on_hello = listener.retire_others
     server.executor.direct_path = listener.path
     yield server, stdout, listener
     listener.close()
     server.pool.shutdown(wait=False)
-
-
-def _wait(condition: Any, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.01)
-    return False
 
 
 def test_the_socket_is_in_a_private_directory(
@@ -107,7 +99,7 @@ def test_the_socket_is_in_a_private_directory(
     assert len(os.path.basename(os.path.dirname(listener.path))) == 16
 
 
-def test_hello_names_the_socket_and_moves_the_replies(
+def test_hello_names_the_socket_and_each_channel_gets_its_own_replies(
     served: tuple[_Server, RecordingOutlet, direct.Listener],
 ) -> None:
     server, stdout, listener = served
@@ -117,28 +109,16 @@ def test_hello_names_the_socket_and_moves_the_replies(
     hello = client.hello(7)
     assert hello is not None and hello["id"] == 7
     assert hello["ok"]["direct"] == listener.path
-    # A request that still arrives on stdin is answered on the socket now.
+    # A request that still arrives on stdin is answered on stdout.
     server.accept(_exists(2), stdout)
-    assert client.reply() == {"id": 2, "ok": {"exists": True, "type": "directory"}}
+    assert _wait(lambda: [r["id"] for r in stdout.replies()] == [1, 2])
     client.send({"id": 3, "op": "exists", "args": {"path": "."}})
     assert client.reply() == {"id": 3, "ok": {"exists": True, "type": "directory"}}
-    assert len(stdout.replies()) == 1
+    assert len(stdout.replies()) == 2
     client.close()
 
 
-def test_requests_before_hello_are_answered_on_the_current_channel(
-    served: tuple[_Server, RecordingOutlet, direct.Listener],
-) -> None:
-    _, stdout, listener = served
-    client = _Client(listener.path)
-    client.send({"id": 4, "op": "exists", "args": {"path": "."}})
-    assert _wait(
-        lambda: stdout.replies() == [{"id": 4, "ok": {"exists": True, "type": "directory"}}]
-    )
-    client.close()
-
-
-def test_a_hello_on_stdin_takes_the_replies_back_and_retires_the_socket(
+def test_a_hello_on_stdin_leaves_the_socket_serving(
     served: tuple[_Server, RecordingOutlet, direct.Listener],
 ) -> None:
     server, stdout, listener = served
@@ -146,12 +126,96 @@ def test_a_hello_on_stdin_takes_the_replies_back_and_retires_the_socket(
     assert client.hello() is not None
     server.accept(wire.Frame(wire.encode({"id": 9, "op": "hello", "args": {}})), stdout)
     assert _wait(lambda: any(r["id"] == 9 for r in stdout.replies()))
-    assert client.reply() is None  # retired: EOF
-    assert _wait(lambda: listener.connections() == 0)
+    client.send({"id": 2, "op": "exists", "args": {"path": "."}})
+    assert client.reply() == {"id": 2, "ok": {"exists": True, "type": "directory"}}
+    assert listener.connections() == 1
     client.close()
 
 
-def test_a_new_connection_replaces_the_old_one(
+def test_two_daemons_with_the_same_ids_each_get_their_own_answers(
+    served: tuple[_Server, RecordingOutlet, direct.Listener], tmp_path: Path
+) -> None:
+    _, _, listener = served
+    for name in ("a", "b"):
+        (tmp_path / "w" / name).write_text(name * 3)
+    one, two = _Client(listener.path), _Client(listener.path)
+    assert one.hello(1) is not None
+    assert two.hello(1) is not None
+    # Interleaved, the same request ids on both: neither hello took the
+    # other's replies, nor closed the other's connection.
+    for request_id in range(2, 52):
+        one.send(_tool(request_id, "read", file_path="a"))
+        two.send(_tool(request_id, "read", file_path="b"))
+    got_one, got_two = _replies(one, 50), _replies(two, 50)
+    assert {r["ok"]["text"] for r in got_one.values()} == {"     1\taaa"}
+    assert {r["ok"]["text"] for r in got_two.values()} == {"     1\tbbb"}
+    assert listener.connections() == 2
+    one.close()
+    two.close()
+
+
+def _sleeping_streams(listener: direct.Listener, *ids: int) -> list[_Client]:
+    """A daemon per id, each with a streamed call of that id running."""
+    clients = []
+    for request_id in ids:
+        client = _Client(listener.path)
+        assert client.hello() is not None
+        stream = {"op": "exec", "stream": True, "credits": 64, "args": {"shell": "sleep 30"}}
+        client.send({"id": request_id, **stream})
+        clients.append(client)
+    return clients
+
+
+def test_a_cancel_reaches_only_its_own_channels_call(
+    served: tuple[_Server, RecordingOutlet, direct.Listener],
+) -> None:
+    server, _, listener = served
+    one, two = _sleeping_streams(listener, 5, 5)
+    assert _wait(lambda: len(server.calls) == 2)
+    # One's cancel of its id 5 ends one's call only; two's runs on.
+    one.send({"op": "cancel", "target": 5})
+    ended = one.reply()
+    assert ended is not None and ended["id"] == 5
+    two.sock.settimeout(1.0)
+    with pytest.raises(TimeoutError):
+        two.sock.recv(1)
+    two.sock.settimeout(10)
+    two.send({"op": "cancel", "target": 5})
+    ended = two.reply()
+    assert ended is not None and ended["id"] == 5
+    one.close()
+    two.close()
+
+
+def test_a_closed_channel_ends_its_own_streams_and_nobody_elses(
+    served: tuple[_Server, RecordingOutlet, direct.Listener],
+) -> None:
+    server, _, listener = served
+    one, two = _sleeping_streams(listener, 5, 6)
+    assert _wait(lambda: len(server.calls) == 2)
+    one.close()  # its daemon died
+    assert _wait(lambda: len(server.calls) == 1)
+    assert [request_id for _, request_id in server.calls] == [6]
+    two.send({"id": 7, "op": "exists", "args": {"path": "."}})
+    assert two.reply() == {"id": 7, "ok": {"exists": True, "type": "directory"}}
+    two.send({"op": "cancel", "target": 6})
+    assert _wait(lambda: not server.calls)
+    two.close()
+
+
+def test_a_hello_on_a_channel_ends_the_streams_an_earlier_daemon_left_on_it(
+    served: tuple[_Server, RecordingOutlet, direct.Listener],
+) -> None:
+    server, stdout, _ = served
+    stream = {"op": "exec", "stream": True, "credits": 64, "args": {"shell": "sleep 30"}}
+    server.accept(wire.Frame(wire.encode({"id": 5, **stream})), stdout)
+    assert _wait(lambda: len(server.calls) == 1)
+    # A restarted daemon on the attach stream (which never closes) says hello.
+    server.accept(wire.Frame(wire.encode({"id": 1, "op": "hello", "args": {}})), stdout)
+    assert _wait(lambda: not server.calls)
+
+
+def test_a_dead_daemons_connection_goes_and_the_new_one_serves(
     served: tuple[_Server, RecordingOutlet, direct.Listener],
 ) -> None:
     _, _, listener = served
@@ -159,12 +223,12 @@ def test_a_new_connection_replaces_the_old_one(
     assert old.hello() is not None
     # The old daemon died mid-frame: half a raw frame is all it sent.
     old.sock.sendall(b'{"raw":["data",1000],"id":5,"op":"write_file","args":{}}\n' + b"x" * 10)
+    old.close()
     new = _Client(listener.path)
     assert new.hello(1) is not None
-    assert old.reply() is None
     new.send({"id": 2, "op": "exists", "args": {"path": "."}})
     assert new.reply() == {"id": 2, "ok": {"exists": True, "type": "directory"}}
-    old.close()
+    assert _wait(lambda: listener.connections() == 1)
     new.close()
 
 
@@ -188,21 +252,29 @@ def test_garbage_and_a_dropped_connection_leave_the_others_serving(
     good.close()
 
 
-def test_a_flood_of_connections_is_bounded_and_the_listener_survives(
+def test_a_flood_of_connections_is_bounded_and_the_quietest_goes_first(
     served: tuple[_Server, RecordingOutlet, direct.Listener],
 ) -> None:
     _, _, listener = served
-    idle = [_Client(listener.path) for _ in range(direct.MAX_CONNECTIONS)]
-    assert _wait(lambda: listener.connections() == direct.MAX_CONNECTIONS)
+    # Stale connections a peer never ended (half-open streams of dead daemons).
+    stale = [_Client(listener.path) for _ in range(direct.MAX_CONNECTIONS - 1)]
+    assert _wait(lambda: listener.connections() == direct.MAX_CONNECTIONS - 1)
+    time.sleep(0.05)
+    live = _Client(listener.path)
+    assert live.hello() is not None
+    # A new connection at capacity takes the place of the least recently heard.
     extra = _Client(listener.path)
-    assert extra.reply() is None  # closed at once
-    for client in idle:
+    assert extra.hello() is not None
+    assert stale[0].reply() is None
+    assert _wait(lambda: listener.connections() == direct.MAX_CONNECTIONS)
+    live.send({"id": 2, "op": "exists", "args": {"path": "."}})
+    assert live.reply() == {"id": 2, "ok": {"exists": True, "type": "directory"}}
+    for client in [*stale, live, extra]:
         client.close()
     assert _wait(lambda: listener.connections() == 0)
     after = _Client(listener.path)
     assert after.hello() is not None
     after.close()
-    extra.close()
 
 
 # Drops to uid 1000 after the interpreter has loaded from root's folders.
@@ -227,7 +299,7 @@ _HELLO = wire.encode({"id": 1, "op": "hello", "args": {}})
 def test_a_connection_of_another_uid_is_refused(
     served: tuple[_Server, RecordingOutlet, direct.Listener],
 ) -> None:
-    server, stdout, listener = served
+    _, stdout, listener = served
     # Open the way (in a container the root-only directory is the first
     # line): the listener's own uid check is the second. The child enters the
     # directory as root, then connects as uid 1000.
@@ -248,7 +320,7 @@ def test_a_connection_of_another_uid_is_refused(
     assert outcome == "got:" or outcome.startswith(
         ("error: ConnectionResetError", "error: BrokenPipeError")
     ), (outcome, done.stderr)
-    assert server.out is stdout
+    assert stdout.replies() == []
     assert listener.connections() == 0
 
 
@@ -259,9 +331,9 @@ def test_the_directory_is_fresh_even_if_a_name_was_planted(tmp_path: Path) -> No
     planted.mkdir()
     listener = direct.Listener.open(
         str(planted),
-        accept=lambda frame, origin: None,
+        accept=lambda frame, origin, inline: None,
+        closed=lambda origin: None,
         log=lambda message: None,
-        out_lock=threading.Lock(),
         max_line=1024,
     )
     try:

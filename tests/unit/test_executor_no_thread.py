@@ -50,7 +50,7 @@ def _no_new_threads(server: _Server, monkeypatch: pytest.MonkeyPatch) -> None:
 def test_with_a_worker_alive_the_request_waits_for_it(
     server: _Server, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    out = server.out
+    out = server.stdio
     assert isinstance(out, RecordingOutlet)
     server.accept(_request(1, "."))
     assert _wait_for(out, 1)[0]["ok"]["exists"] is True
@@ -68,7 +68,7 @@ def test_with_a_worker_alive_the_request_waits_for_it(
 def test_with_no_worker_the_request_is_refused_and_never_runs(
     server: _Server, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    out = server.out
+    out = server.stdio
     assert isinstance(out, RecordingOutlet)
     _no_new_threads(server, monkeypatch)
     made = tmp_path / "w" / "made"

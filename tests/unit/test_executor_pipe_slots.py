@@ -42,7 +42,7 @@ def server(tmp_path: Path) -> _Server:
 
 
 def test_at_the_pipe_share_a_pipe_is_refused_and_a_call_still_runs(server: _Server) -> None:
-    out = server.out
+    out = server.stdio
     assert isinstance(out, RecordingOutlet)
     assert MAX_PIPE_WORKERS < MAX_WORKERS
     server.busy = MAX_PIPE_WORKERS  # that many calls in flight (pipes, here)
@@ -55,7 +55,7 @@ def test_at_the_pipe_share_a_pipe_is_refused_and_a_call_still_runs(server: _Serv
 
 
 def test_at_the_whole_limit_every_call_is_refused(server: _Server) -> None:
-    out = server.out
+    out = server.stdio
     assert isinstance(out, RecordingOutlet)
     server.busy = MAX_WORKERS
     server.accept(_frame(1, "exists", {"path": "."}))

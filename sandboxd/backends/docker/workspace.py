@@ -271,9 +271,9 @@ class DockerWorkspace(ChannelCalls, PipeEndpoints):
             self.channel_kind = "attach"
             metrics.executor_channel("attach")
             return attached
-        # The executor answers the channel that said hello last, so nothing
-        # but its stderr (log lines, rare) comes over the attach stream now:
-        # kept open for those, it costs dockerd nothing per call.
+        # The executor answers each call on the channel it came on, so
+        # nothing but its stderr (log lines, rare) comes over the attach
+        # stream now: kept open for those, it costs dockerd nothing per call.
         self._logs = attached
         self.channel_kind = "direct"
         metrics.executor_channel("direct")
@@ -307,8 +307,8 @@ class DockerWorkspace(ChannelCalls, PipeEndpoints):
         )
         if await self._handshake(channel, ADOPT_HELLO_TIMEOUT_S) is None:
             await channel.close()
-            # It may have taken the socket as its channel before it went
-            # quiet: a hello on the attach stream takes the replies back.
+            # Quiet on its socket: whether it still answers on the attach
+            # stream decides between the fallback and a restart.
             if await self._handshake(attached, ADOPT_HELLO_TIMEOUT_S) is None:
                 await attached.close()
                 raise SandboxUnavailable(

@@ -60,7 +60,7 @@ CLONE_METHOD = "volume-clone"
 LOST_FOUND = "lost+found"
 #: The annotation that marks the cluster's default StorageClass.
 DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
-#: Tries of a call the daemon makes itself while another replica may take over.
+#: Tries of a call the daemon makes itself on a Pod just made (its stream may drop).
 TAKEOVER_ATTEMPTS = 3
 #: How long delete waits for the Pod and the claim to be gone.
 DELETE_WAIT_S = 60.0
@@ -778,9 +778,9 @@ def _age_s(lease: Mapping[str, Any]) -> float:
 
 
 async def _taking_over(call: Callable[[], Awaitable[Any]]) -> Any:
-    """``call``, again if another replica took the executor over meanwhile (a
-    racing creator's hello retires this one's channel; the next call
-    reconnects)."""
+    """``call``, again if its channel dropped meanwhile (the exec stream of a
+    Pod just made; the next call reconnects, and the executor answers every
+    replica at once, executor.owners)."""
     for attempt in range(TAKEOVER_ATTEMPTS):
         try:
             return await call()
