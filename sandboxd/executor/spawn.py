@@ -7,7 +7,6 @@ descriptors, and later its identity — is decided once, not at each call site.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import subprocess
@@ -16,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
 from sandboxd.contract.errors import InvalidArgument, NotFound, PermissionDenied, ResourceExhausted
-from sandboxd.executor import identity, isolation, vspawn
+from sandboxd.executor import identity, isolation, oomscore, vspawn
 
 Target = int | IO[Any] | None
 
@@ -32,6 +31,7 @@ def spawn(
     new_session: bool = True,
     terminal: int | None = None,
     pass_fds: Sequence[int] = (),
+    score_after: bool = False,
 ) -> subprocess.Popen[bytes]:
     """Start ``argv``; a new session (its own process group) unless told otherwise.
 
@@ -44,6 +44,13 @@ def spawn(
     ``terminal`` is the slave end of a pseudo-terminal: it becomes the
     child's stdin, stdout, stderr and controlling terminal (so ``tty``,
     job control and SIGWINCH work), in a session of its own.
+
+    Under privilege separation the child is the OOM killer's first choice
+    before its first instruction (``oomscore``). ``score_after``: the score
+    may be written after the spawn instead, saving the ``choom`` exec, because
+    the child starts nothing before the executor lets it (a shell started
+    ahead waits for its go) or starts no process at all (ripgrep); if that
+    write is refused, the child is stopped and OSError raised.
     """
     if terminal is not None:
         stdin = stdout = stderr = terminal
@@ -54,18 +61,23 @@ def spawn(
         argv = [sys.executable, "-I", "-S", "-c", _TAKE_TERMINAL, *argv]
     user = identity.active()
     popen: type[subprocess.Popen[bytes]] = _Popen
+    scored = None
     if user is not None:
         # The child (fork or vfork) copies this thread's credentials: it must act as
         # the user, so the child's chdir and exec are checked with its rights
         # and the id change below needs no capability.
         identity.become_user()
-        if terminal is None and vspawn.setpriv() is not None and vspawn.runnable(argv[0], env):
+        runnable = vspawn.runnable(argv[0], env, cwd)
+        if terminal is None and vspawn.setpriv() is not None and runnable:
             # No fork of the executor: setpriv makes the same child (vspawn).
             popen = _UserPopen
+        if runnable and not score_after:
+            # Not for a program that cannot run: Popen raises its error, as before.
+            scored = oomscore.scored(argv)
 
     def start() -> subprocess.Popen[bytes]:
         return popen(
-            list(argv),
+            scored or list(argv),
             cwd=cwd,
             env=None if env is None else dict(env),
             stdin=stdin,
@@ -82,8 +94,18 @@ def spawn(
         return start()
     # Apart from every other call's processes (executor.isolation).
     proc = isolation.in_own_domain(start) if isolation.active() else start()
-    _first_to_go(proc.pid)
+    if scored is None and not oomscore.raise_now(proc.pid) and score_after:
+        _stop(proc)
+        raise OSError(errno.EPERM, "cannot make the child the OOM killer's first choice")
     return proc
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.kill()  # it has started nothing
+    proc.wait()
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        if stream is not None:
+            stream.close()
 
 
 def spawn_command(
@@ -135,36 +157,6 @@ def _arg_max() -> int:
         return os.sysconf("SC_ARG_MAX")
     except (OSError, ValueError):
         return 2 << 20
-
-
-#: Every workload process's oom_score_adj (its descendants inherit it): at a
-#: sandbox's memory limit the kernel kills a workload process, never the
-#: executor (0), while one is left (issue 23, item 6).
-WORKLOAD_OOM_SCORE_ADJ = 1000
-
-
-def _first_to_go(pid: int) -> None:
-    """Make ``pid`` the OOM killer's first choice.
-
-    Raising a value needs no capability. The file is root's while the child is
-    still setpriv (not dumpable: nearly always, this soon after the spawn),
-    the sandbox user's once it runs the command: written as the executor
-    (root, without DAC_OVERRIDE), else as the user.
-    """
-    value = str(WORKLOAD_OOM_SCORE_ADJ).encode()
-    for acting in (identity.as_executor, contextlib.nullcontext):
-        try:
-            with acting():
-                fd = os.open(f"/proc/{pid}/oom_score_adj", os.O_WRONLY | os.O_CLOEXEC)
-                try:
-                    os.write(fd, value)
-                finally:
-                    os.close(fd)
-            return
-        except PermissionError:
-            continue
-        except (FileNotFoundError, ProcessLookupError):
-            return  # it exited already
 
 
 class _RootPipes(subprocess.Popen[bytes]):

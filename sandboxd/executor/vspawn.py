@@ -114,13 +114,14 @@ def setpriv() -> str | None:
     return _setpriv if ENABLED else None
 
 
-def runnable(program: str, env: Mapping[str, str] | None) -> bool:
-    """``program`` resolves to a file the calling thread's user may execute.
+def runnable(program: str, env: Mapping[str, str] | None, cwd: str = "") -> bool:
+    """``program`` resolves to a file the calling thread's user may execute
+    (a relative path from ``cwd``, where the child starts).
 
     Checked before the spawn so that a missing or forbidden program raises as
     Popen's would (setpriv would only exit 127/126 with a message).
     """
-    path = program
+    path = os.path.join(cwd, program)
     if "/" not in program:
         search = (env if env is not None else os.environ).get("PATH", os.defpath)
         found = shutil.which(program, path=search)

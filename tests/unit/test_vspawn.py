@@ -156,6 +156,12 @@ def test_runnable_checks_the_program(tmp_path: Path) -> None:
     assert not vspawn.runnable("no-such-program-sbx", None)
     assert not vspawn.runnable(str(plain), None)
     assert not vspawn.runnable(str(tmp_path), None)
+    tool = tmp_path / "tool"
+    tool.write_text("#!/bin/sh\n")
+    tool.chmod(0o755)
+    # A relative path from the folder the child starts in, not the executor's.
+    assert vspawn.runnable("./tool", None, str(tmp_path))
+    assert not vspawn.runnable("./tool", None, str(plain.parent / "elsewhere"))
 
 
 def _own_mask(cls: type[subprocess.Popen[bytes]]) -> int:

@@ -670,6 +670,9 @@ class _Ready:
                 env=env,
                 stderr=subprocess.STDOUT,
                 pass_fds=(command_fd, go_read, state_fd),
+                # It runs nothing of the call's before its go: the score
+                # written after the spawn is in time (executor.oomscore).
+                score_after=True,
             )
         except BaseException:
             for fd in (command_fd, state_fd, go_read, go_fd):

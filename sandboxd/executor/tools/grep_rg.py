@@ -137,7 +137,9 @@ class _Errors:
 
 def search(rg: str, q: Query, stop: Callable[[], bool]) -> Iterator[FileHits]:
     # Same session as the executor: rg is stopped through its pipe, not a group kill.
-    proc = spawn(command(rg, q), cwd=q.workdir, new_session=False)
+    # It starts no process (--no-config; no --pre, no -z decompressors), so its
+    # OOM score may come after the spawn (executor.oomscore).
+    proc = spawn(command(rg, q), cwd=q.workdir, new_session=False, score_after=True)
     errors = _Errors()
     assert proc.stderr is not None
     stderr = proc.stderr

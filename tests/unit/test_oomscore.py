@@ -1,0 +1,37 @@
+"""``executor.oomscore``: the workload's OOM score is in place before its first
+instruction (the Docker tier checks it in a sandbox: tests/hostile/test_oom_choice.py)."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from sandboxd.executor import oomscore
+
+pytestmark = [pytest.mark.unit, pytest.mark.timeout(60)]
+
+_OWN = "cat /proc/self/oom_score_adj"
+
+
+@pytest.mark.skipif(oomscore.choom() is None, reason="no choom on this host")
+def test_a_scored_command_and_what_it_forks_at_once_start_at_the_workloads_score() -> None:
+    argv = oomscore.scored(["sh", "-c", f"{_OWN}; sh -c '{_OWN}'"])
+    assert argv is not None and argv[-3:] == ["sh", "-c", f"{_OWN}; sh -c '{_OWN}'"]
+    out = subprocess.run(argv, capture_output=True, check=True).stdout
+    assert out.split() == [str(oomscore.WORKLOAD_OOM_SCORE_ADJ).encode()] * 2
+
+
+def test_a_score_written_from_outside_reaches_the_process_and_a_gone_one_is_no_failure() -> None:
+    proc = subprocess.Popen(["sleep", "30"])
+    try:
+        assert oomscore.raise_now(proc.pid)
+        with open(f"/proc/{proc.pid}/oom_score_adj") as score:
+            assert score.read().strip() == str(oomscore.WORKLOAD_OOM_SCORE_ADJ)
+    finally:
+        proc.kill()
+        proc.wait()
+    # Gone (a pid past the largest, so no other process is touched): nothing of
+    # it can run at a lower score.
+    with open("/proc/sys/kernel/pid_max") as pid_max:
+        assert oomscore.raise_now(int(pid_max.read()) + 1)
