@@ -77,6 +77,7 @@ class Daemon:
             quotas=self.service.quotas,
             forget=self.service.forget_sandbox,
             bury=self.service.bury,
+            refresh_network=self.service.network.refresh,
         )
         calls.configure(access_log_enabled=settings.access_log)
         self.grpc = GrpcListener(

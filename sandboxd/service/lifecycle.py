@@ -67,7 +67,9 @@ class Lifecycle(Lifetimes):
             workspace = await self.backend.workspace(instance_id)
             await secrets.deliver(self.secrets, workspace, instance_id, requested.secrets)
         info = await (self._note_created(info) if created else self._described(info))
-        self.network.set(instance_id, info.options.network or NetworkPolicy())
+        self.network.set(
+            instance_id, info.options.network or NetworkPolicy(), self._known_now(info)
+        )
         await self.gateways.ready(instance_id)
         return info, created
 
@@ -179,7 +181,7 @@ class Lifecycle(Lifetimes):
             result = await self.backend.fork(source_id, new_id, override)
         self.forget_sandbox(new_id)
         forked = await self._note_created(result.sandbox)
-        self.network.set(new_id, forked.options.network or NetworkPolicy())
+        self.network.set(new_id, forked.options.network or NetworkPolicy(), self._known_now(forked))
         await self.gateways.ready(new_id)
         return dataclasses.replace(result, sandbox=forked)
 

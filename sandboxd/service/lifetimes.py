@@ -48,6 +48,7 @@ REASON = "reason"
 #: The network policy set after create (SetNetworkPolicy), as JSON: it wins
 #: over the one the sandbox was created with (service/netpolicy.py).
 NETWORK = "network"
+NETWORK_SET = "network_set_at_ms"  # when: which of two replicas' reads is newer
 
 Clock = Callable[[], float]  # seconds since the epoch
 
@@ -68,6 +69,15 @@ def expires_at(info: SandboxInfo, notes: Mapping[str, str]) -> int:
         return int(notes[EXPIRES])
     lifetime = info.options.max_lifetime_seconds
     return info.created_at_ms + lifetime * 1000 if lifetime else 0
+
+
+def network_version(info: SandboxInfo, notes: Mapping[str, str]) -> tuple[int, int]:
+    """(created_at_ms, set-at ms) of the policy ``described`` puts in force:
+    0 for the one the sandbox was created with."""
+    try:
+        return info.created_at_ms, int(notes.get(NETWORK_SET, 0))
+    except ValueError:
+        return info.created_at_ms, 0
 
 
 def described(info: SandboxInfo, notes: Mapping[str, str], now: int) -> SandboxInfo:
@@ -95,6 +105,11 @@ class Lifetimes(ServiceCore):
     """The service's part: each sandbox's end in what it reports, and ExtendSandbox."""
 
     clock: Clock = staticmethod(time.time)
+
+    def _known_now(self, info: SandboxInfo) -> tuple[int, int]:
+        """The version of a policy just read for ``info``: newer than any read
+        made before (see ``NetworkRegistry.refresh``)."""
+        return info.created_at_ms, now_ms(self.clock)
 
     def bury(self, info: SandboxInfo, reason: str) -> None:
         """Keep, for a while, why the sandbox ``info`` was deleted (service/tombstones.py)."""
@@ -165,12 +180,17 @@ class LifetimeKeeper:
         quotas: Quotas | None = None,
         forget: Callable[[str], None] | None = None,
         bury: Callable[[SandboxInfo, str], None] | None = None,
+        refresh_network: Callable[[str, NetworkPolicy, tuple[int, int]], None] | None = None,
     ) -> None:
         self.backend = backend
         #: Told each id it deleted (the service's ``forget_sandbox``: secrets, policy, log).
         self.forget = forget
         #: Told each sandbox it deleted and why (the service's ``bury``: its tombstone).
         self.bury = bury
+        #: Told each sandbox's policy as the engine keeps it (the registry's
+        #: ``refresh``): one set through another replica is in force here
+        #: within a sweep.
+        self.refresh_network = refresh_network
         self.interval = settings.lifetime_check_interval_s
         self.clock = clock
         self.quotas = quotas or Quotas(settings)
@@ -206,6 +226,9 @@ class LifetimeKeeper:
         deleted = []
         for info in infos:
             notes = notes_for(info, marks.get(info.instance_id))
+            if self.refresh_network is not None:
+                policy = described(info, notes, now).options.network or NetworkPolicy()
+                self.refresh_network(info.instance_id, policy, network_version(info, notes))
             end = expires_at(info, notes)
             if end and now >= end:
                 await self._delete(info, TerminationReason.LIFETIME)

@@ -15,7 +15,16 @@ import json
 from sandboxd.contract import network
 from sandboxd.contract.errors import InvalidArgument
 from sandboxd.contract.models import NetworkDecision, NetworkPolicy, SandboxInfo
-from sandboxd.service.lifetimes import CREATED, NETWORK, Lifetimes, described, notes_for, now_ms
+from sandboxd.service.lifetimes import (
+    CREATED,
+    NETWORK,
+    NETWORK_SET,
+    Lifetimes,
+    described,
+    network_version,
+    notes_for,
+    now_ms,
+)
 from sandboxd.service.network import validated
 from sandboxd.service.scope import current_scope
 
@@ -36,9 +45,15 @@ class NetworkPolicies(Lifetimes):
         now = now_ms(self.clock)
         before = described(info, notes, now).options.network or NetworkPolicy()
         network.transition(before, policy)
-        notes.update({CREATED: str(info.created_at_ms), NETWORK: json.dumps(policy.to_json())})
+        notes.update(
+            {
+                CREATED: str(info.created_at_ms),
+                NETWORK: json.dumps(policy.to_json()),
+                NETWORK_SET: str(now),
+            }
+        )
         await self.backend.write_marks(instance_id, notes)
-        self.network.set(instance_id, policy)
+        self.network.set(instance_id, policy, network_version(info, notes))
         await self.gateways.ready(instance_id)
         return described(info, notes, now)
 
@@ -55,5 +70,7 @@ class NetworkPolicies(Lifetimes):
         engine keeps. How many sandboxes have one other than mode none."""
         infos = await self._described_all(await self.backend.list({}))
         for info in infos:
-            self.network.set(info.instance_id, info.options.network or NetworkPolicy())
+            self.network.set(
+                info.instance_id, info.options.network or NetworkPolicy(), self._known_now(info)
+            )
         return sum(1 for i in infos if i.options.network and i.options.network.mode != "none")

@@ -34,6 +34,9 @@ Listener = Callable[[str, NetworkPolicy], None]
 
 _NONE = NetworkPolicy()
 
+#: (the sandbox's created_at_ms, the policy's set-at ms): later is newer.
+Version = tuple[int, int]
+
 
 def validated(policy: NetworkPolicy) -> NetworkPolicy:
     """The policy's shape (``contract.network.check``) and each rule read by
@@ -52,6 +55,7 @@ def validated(policy: NetworkPolicy) -> NetworkPolicy:
 class NetworkRegistry:
     def __init__(self, log_size: int = LOG_SIZE) -> None:
         self._policies: dict[str, NetworkPolicy] = {}
+        self._versions: dict[str, Version] = {}
         self._logs: dict[str, deque[NetworkDecision]] = {}
         self._listeners: list[Listener] = []
         self._log_size = log_size
@@ -61,16 +65,29 @@ class NetworkRegistry:
         none (fail closed: nothing is let out on a guess)."""
         return self._policies.get(instance_id, _NONE)
 
-    def set(self, instance_id: str, policy: NetworkPolicy) -> None:
-        """Put ``policy`` in force and tell the listeners if it changed."""
+    def set(self, instance_id: str, policy: NetworkPolicy, version: Version = (0, 0)) -> None:
+        """Put ``policy`` in force and tell the listeners if it changed.
+
+        ``version`` is (the sandbox's creation time, when the policy was
+        set) in ms: what ``refresh`` compares."""
+        self._versions[instance_id] = version
         if self._policies.get(instance_id) == policy:
             return
         self._policies[instance_id] = policy
         self._notify(instance_id, policy)
 
+    def refresh(self, instance_id: str, policy: NetworkPolicy, version: Version) -> None:
+        """A policy read back from what the engine keeps, put in force only if
+        newer than the one held: another replica's SetNetworkPolicy reaches
+        this daemon, while a read made before this daemon's own change never
+        undoes it (nor one of an earlier sandbox of the id)."""
+        if version > self._versions.get(instance_id, (-1, -1)):
+            self.set(instance_id, policy, version)
+
     def forget(self, instance_id: str) -> None:
         """The sandbox is gone: its policy and its log go too."""
         self._logs.pop(instance_id, None)
+        self._versions.pop(instance_id, None)
         if self._policies.pop(instance_id, None) is not None:
             self._notify(instance_id, _NONE)
 

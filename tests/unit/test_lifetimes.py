@@ -117,6 +117,7 @@ class Daemon:
             clock,
             forget=self.service.forget_sandbox,
             bury=self.service.bury,
+            refresh_network=self.service.network.refresh,
         )
 
 
@@ -405,3 +406,39 @@ def test_tombstones_are_bounded_however_many_ids_come_and_go() -> None:
     assert len(kept) <= tombstones.TENANTS * tombstones.PER_TENANT
     assert kept.find(None, "theirs", now) is None  # the least recently written tenants went
     assert sum(1 for _ in kept._by_tenant) == tombstones.TENANTS
+
+
+async def test_a_policy_set_through_one_replica_is_in_force_on_the_other_within_a_sweep(
+    engine: EngineFake, clock: Clock
+) -> None:
+    """Replicas serve one sandbox at once: a policy set through one must not
+    stay unknown to the other (whose gateway may be the one the workload
+    reaches next), and a read made before a change never undoes it."""
+    from sandboxd.contract.models import NetworkPolicy
+
+    first, second = Daemon(engine, clock), Daemon(engine, clock)
+    await first.service.create_sandbox("a", SandboxOptions())
+    await second.keeper.sweep()
+    assert second.service.network.current("a") == NetworkPolicy()
+    clock.now += 1
+    allow = NetworkPolicy("allow", ("pypi.org",))
+    await first.service.set_network_policy("a", allow)
+    assert second.service.network.current("a") == NetworkPolicy()  # until its next look
+    await second.keeper.sweep()
+    assert second.service.network.current("a") == allow
+    await first.keeper.sweep()
+    assert first.service.network.current("a") == allow
+    # A read of the notes from before the change (a sweep's snapshot) is older: ignored.
+    created = (await first.service.get_sandbox("a")).created_at_ms
+    first.service.network.refresh("a", NetworkPolicy(), (created, 0))
+    assert first.service.network.current("a") == allow
+    # Back the other way: narrowed on the second, the first follows.
+    clock.now += 1
+    await second.service.set_network_policy("a", NetworkPolicy())
+    await first.keeper.sweep()
+    assert first.service.network.current("a") == NetworkPolicy()
+    # A new sandbox of the id is newer than any note of the old one.
+    await first.service.delete_sandbox("a")
+    await first.service.create_sandbox("a", SandboxOptions(network=allow))
+    first.service.network.refresh("a", NetworkPolicy(), (created, 10**15))
+    assert first.service.network.current("a") == allow
