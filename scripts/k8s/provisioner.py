@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import http.client
 import json
 import os
@@ -170,8 +171,17 @@ def attach_and_mount(image: str, mount: str) -> None:
 def unmount_and_detach(image: str, mount: str) -> None:
     if is_mounted(mount):
         run("umount", mount)  # busy (still used by a Pod): raises, retried next pass
-    while (device := loop_of(image)) is not None:
-        run("losetup", "-d", device)
+    device = loop_of(image)
+    if device is not None:
+        # On a device still in use (a mount left in another mount namespace
+        # while a Pod ends) `losetup -d` only marks it to go when its last
+        # user does, and succeeds: waiting here for it to go spun for minutes
+        # and held every claim behind it (a sandbox Pending 60 s in CI). One
+        # detach a pass; the volume is released in a later pass.
+        with contextlib.suppress(ProvisionError):  # gone since it was looked up
+            run("losetup", "-d", device)
+        if loop_of(image) is not None:
+            raise ProvisionError(f"{device} is still in use; released when its last user goes")
     if os.path.isdir(mount):
         run("chattr", "-i", mount)
         os.rmdir(mount)

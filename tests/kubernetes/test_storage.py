@@ -133,6 +133,42 @@ def test_released_volume_is_removed(cluster: Cluster, namespace: str) -> None:
     assert not os.path.exists(image) and not _loops_of(image)
 
 
+def _removed(cluster: Cluster, pv_name: str) -> bool:
+    try:
+        cluster.core.read_persistent_volume(pv_name)
+        return False
+    except client.ApiException as e:
+        return e.status == 404
+
+
+def test_a_volume_still_in_use_holds_back_no_claim(cluster: Cluster, namespace: str) -> None:
+    """A released volume whose loop device something still holds (as a mount
+    left in another mount namespace does while a Pod ends) is removed when
+    it is let go, and meanwhile new claims are served: the provisioner once
+    waited on such a device and held every claim behind it."""
+    _claim(cluster, namespace, "held", "16Mi")
+    pv_name = _bound(cluster, namespace, "held").spec.volume_name
+    image = cluster.core.read_persistent_volume(pv_name).metadata.annotations[
+        "sandboxd.dev/volume-image"
+    ]
+    [device] = _loops_of(image)
+    with open(device, "rb"):
+        cluster.core.delete_namespaced_persistent_volume_claim("held", namespace)
+        wait_for(
+            lambda: cluster.core.read_persistent_volume(pv_name).status.phase == "Released",
+            60,
+            f"volume {pv_name} to be released",
+        )
+        # Two claims one after the other: the second needs a pass of the
+        # provisioner that begins after the held volume's release was tried.
+        for claim in ("next", "after"):
+            _claim(cluster, namespace, claim, "16Mi")
+            _bound(cluster, namespace, claim)
+        assert not _removed(cluster, pv_name) and _loops_of(image) == [device]
+    wait_for(lambda: _removed(cluster, pv_name), 60, f"volume {pv_name} to be removed")
+    assert not os.path.exists(image) and not _loops_of(image)
+
+
 def _loops_of(image: str) -> list[str]:
     out = subprocess.run(
         ["losetup", "-n", "-O", "NAME", "-j", image], capture_output=True, text=True
