@@ -192,6 +192,9 @@ cmd_down() {
 cmd_purge() {
     cmd_down
     detach_volume_loops
+    # Mount points are immutable while unmounted (provisioner.py): a volume
+    # never released keeps its folder so, and rm could not remove it.
+    chattr -R -i "$K8S_STATE/volumes/mnt" 2>/dev/null || true
     rm -rf "$K8S_STATE"
     log "purged $K8S_STATE (the build cache $K8S_CACHE is kept)"
 }
