@@ -131,14 +131,23 @@ class Lifecycle(Lifetimes):
 
     async def delete_sandbox(self, instance_id: str) -> None:
         try:
-            # Its owner's tenant (read for the operator too) keeps the tombstone.
-            info = await self._owned(instance_id) or await self.backend.get(instance_id)
+            info = await self._owned(instance_id)
+        except NotFound as exc:
+            raise self._gone(instance_id, exc) from None
+        if info is None:
+            # Its owner's tenant keeps the tombstone: read for the operator too,
+            # but a sandbox the engine lost part of (its container removed
+            # outside sandboxd) cannot be read and is still deleted (its volume).
+            with contextlib.suppress(NotFound):
+                info = await self.backend.get(instance_id)
+        try:
             await self.backend.delete(instance_id)
         except NotFound as exc:
             raise self._gone(instance_id, exc) from None
         self.forget_sandbox(instance_id)
         await self._forget(instance_id)
-        self.bury(info, TerminationReason.DELETED)
+        if info is not None:
+            self.bury(info, TerminationReason.DELETED)
 
     async def restart_sandbox(self, instance_id: str) -> SandboxInfo:
         await self._owned(instance_id)
