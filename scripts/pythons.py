@@ -92,6 +92,10 @@ DAEMON_ONLY = [
     "--ignore=tests/unit/test_runtime_info.py",
     "--ignore=tests/unit/test_egress_gateway.py",
     "--ignore=tests/unit/test_egress_secrets_service.py",
+    "--ignore=tests/unit/test_egress_precedence.py",
+    # The executor's own code runs anywhere; these two daemons are the daemon's channel.
+    "--deselect=tests/unit/test_executor_replicas.py::"
+    "test_two_daemons_call_one_server_at_once_and_each_gets_its_answers",
     "--deselect=tests/unit/test_network_policy.py::test_decisions_are_counted_by_verdict",
     "--deselect=tests/unit/test_package_boundary.py::"
     "test_a_local_daemon_without_http_loads_neither_docker_nor_fastapi",
