@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 import ssl
 import struct
 import time
@@ -30,6 +31,23 @@ pytestmark = pytest.mark.anyio
 
 ALLOWED = "127.0.0.2"
 DENIED = "127.0.0.3"
+
+
+def _a_port_free_on_both() -> int:
+    """A port both upstream addresses can listen on: other test runs (the
+    per-Python ones) share this host's loopback at the same time."""
+    for _ in range(50):
+        with socket.socket() as first, socket.socket() as second:
+            first.bind((ALLOWED, 0))
+            port = int(first.getsockname()[1])
+            with contextlib.suppress(OSError):
+                second.bind((DENIED, port))
+                return port
+    raise RuntimeError("no port free on both loopback addresses")
+
+
+PORT = _a_port_free_on_both()
+P = b"%d" % PORT
 
 
 class MemPipe:
@@ -131,7 +149,7 @@ async def upstream() -> AsyncIterator[dict[str, list[bytes]]]:
 
         return handler
 
-    servers = [await asyncio.start_server(serve(a), a, 8765) for a in (ALLOWED, DENIED)]
+    servers = [await asyncio.start_server(serve(a), a, PORT) for a in (ALLOWED, DENIED)]
     yield seen
     for server in servers:
         server.close()
@@ -184,14 +202,20 @@ async def test_connect_to_an_allowed_host_is_relayed(
 ) -> None:
     async with running(hosts, POLICY) as h:
         pipe = h.open()
-        pipe.send(b"CONNECT allowed.test:8765 HTTP/1.1\r\nHost: allowed.test:8765\r\n\r\nhello")
+        pipe.send(
+            b"CONNECT allowed.test:"
+            + P
+            + b" HTTP/1.1\r\nHost: allowed.test:"
+            + P
+            + b"\r\n\r\nhello"
+        )
         assert await pipe.recv(39) == b"HTTP/1.1 200 Connection established\r\n\r\n"
         pipe.send_eof()
         assert await pipe.recv_all() == b"OK hello"
         (entry,) = h.registry.entries
         assert (entry.host, entry.port, entry.address, entry.allowed, entry.rule, entry.via) == (
             "allowed.test",
-            8765,
+            PORT,
             ALLOWED,
             True,
             ALLOWED,
@@ -202,7 +226,7 @@ async def test_connect_to_an_allowed_host_is_relayed(
 async def test_a_refused_connect_says_why(hosts: Path, upstream: dict[str, list[bytes]]) -> None:
     async with running(hosts, POLICY) as h:
         pipe = h.open()
-        pipe.send(b"CONNECT denied.test:8765 HTTP/1.1\r\n\r\n")
+        pipe.send(b"CONNECT denied.test:" + P + b" HTTP/1.1\r\n\r\n")
         answer = await pipe.recv_all()
         # The status line says why too: pip shows it, never a refused CONNECT's body.
         assert answer.startswith(
@@ -215,13 +239,13 @@ async def test_a_refused_connect_says_why(hosts: Path, upstream: dict[str, list[
         assert [(e.allowed, e.address) for e in h.registry.entries] == [(False, "")]
         # An allowed name whose address is not: the address decides.
         pipe = h.open()
-        pipe.send(b"CONNECT rebind.test:8765 HTTP/1.1\r\n\r\n")
+        pipe.send(b"CONNECT rebind.test:" + P + b" HTTP/1.1\r\n\r\n")
         assert (await pipe.recv_all()).endswith(
             b"sandboxd egress: rebind.test resolves to 127.0.0.3, a loopback address: "
             b"only an allow rule naming that address or range opens it\n"
         )
         pipe = h.open()
-        pipe.send(b"CONNECT 127.0.0.3:8765 HTTP/1.1\r\n\r\n")
+        pipe.send(b"CONNECT 127.0.0.3:" + P + b" HTTP/1.1\r\n\r\n")
         assert b"127.0.0.3, a loopback address" in await pipe.recv_all()
         assert upstream[DENIED] == []
 
@@ -229,17 +253,19 @@ async def test_a_refused_connect_says_why(hosts: Path, upstream: dict[str, list[
 @pytest.mark.parametrize(
     ("head", "why"),
     [
-        (b"CONNECT allowed.test:8765\r\nX HTTP/1.1\r\n\r\n", b"not an HTTP/1.x request line"),
-        (b"CONNECT allowed.test\x00.evil:8765 HTTP/1.1\r\n\r\n", b"NUL"),
-        (b"CONNECT allowed.test:8765 HTTP/1.1\nHost: x\r\n\r\n", b"bare CR or LF"),
-        (b"CONNECT 2130706433:8765 HTTP/1.1\r\n\r\n", b"IPv4 address in another form"),
-        (b"CONNECT 0x7f.1:8765 HTTP/1.1\r\n\r\n", b"IPv4 address in another form"),
+        (b"CONNECT allowed.test:" + P + b"\r\nX HTTP/1.1\r\n\r\n", b"not an HTTP/1.x request line"),
+        (b"CONNECT allowed.test\x00.evil:" + P + b" HTTP/1.1\r\n\r\n", b"NUL"),
+        (b"CONNECT allowed.test:" + P + b" HTTP/1.1\nHost: x\r\n\r\n", b"bare CR or LF"),
+        (b"CONNECT 2130706433:" + P + b" HTTP/1.1\r\n\r\n", b"IPv4 address in another form"),
+        (b"CONNECT 0x7f.1:" + P + b" HTTP/1.1\r\n\r\n", b"IPv4 address in another form"),
         (
-            b"GET http://allowed.test:8765/ HTTP/1.1\r\nHost: denied.test:8765\r\n\r\n",
+            b"GET http://allowed.test:" + P + b"/ HTTP/1.1\r\nHost: denied.test:" + P + b"\r\n\r\n",
             b"names another host than the URL",
         ),
         (b"GET https://allowed.test/ HTTP/1.1\r\n\r\n", b"https goes through CONNECT"),
     ],
+    # The same names on every run, whichever port the upstreams got.
+    ids=lambda value: value.replace(P, b"PORT").decode("latin-1"),
 )
 async def test_malformed_requests_are_refused(
     hosts: Path, upstream: dict[str, list[bytes]], head: bytes, why: bytes
@@ -271,13 +297,17 @@ async def test_plain_http_goes_upstream_in_origin_form(
     async with running(hosts, POLICY) as h:
         pipe = h.open()
         pipe.send(
-            b"GET http://allowed.test:8765/a?b=1 HTTP/1.1\r\nHost: allowed.test:8765\r\n"
+            b"GET http://allowed.test:"
+            + P
+            + b"/a?b=1 HTTP/1.1\r\nHost: allowed.test:"
+            + P
+            + b"\r\n"
             b"Proxy-Authorization: x\r\nProxy-Connection: keep-alive\r\nAccept: */*\r\n\r\n"
         )
         pipe.send_eof()
         answer = await pipe.recv_all()
         assert answer == b"OK " + (
-            b"GET /a?b=1 HTTP/1.1\r\nHost: allowed.test:8765\r\nAccept: */*\r\n"
+            b"GET /a?b=1 HTTP/1.1\r\nHost: allowed.test:" + P + b"\r\nAccept: */*\r\n"
             b"Connection: close\r\n\r\n"
         )
         assert h.registry.entries[-1].via == "http"
@@ -293,15 +323,15 @@ async def test_socks5_connects_and_refuses_by_ruleset(
 ) -> None:
     async with running(hosts, POLICY) as h:
         pipe = h.open("socks")
-        pipe.send(_socks_request(b"allowed.test", 8765) + b"hi")
+        pipe.send(_socks_request(b"allowed.test", PORT) + b"hi")
         assert await pipe.recv(2) == b"\x05\x00"
         assert (await pipe.recv(10))[:2] == b"\x05\x00"
         pipe.send_eof()
         assert await pipe.recv_all() == b"OK hi"
         for request in (
-            _socks_request(b"denied.test", 8765),
-            _socks_request(ip_address(DENIED).packed, 8765, kind=1),
-            _socks_request(ip_address("::ffff:" + DENIED).packed, 8765, kind=4),
+            _socks_request(b"denied.test", PORT),
+            _socks_request(ip_address(DENIED).packed, PORT, kind=1),
+            _socks_request(ip_address("::ffff:" + DENIED).packed, PORT, kind=4),
         ):
             pipe = h.open("socks")
             pipe.send(request)
@@ -331,7 +361,7 @@ async def test_a_tunnel_whose_sni_names_another_host_is_cut(
         pipe = h.open()
         hello = _client_hello("evil.test")
         # Sent in two pieces: the check waits for the whole record.
-        pipe.send(b"CONNECT allowed.test:8765 HTTP/1.1\r\n\r\n" + hello[:20])
+        pipe.send(b"CONNECT allowed.test:" + P + b" HTTP/1.1\r\n\r\n" + hello[:20])
         assert await pipe.recv(39) == b"HTTP/1.1 200 Connection established\r\n\r\n"
         pipe.send(hello[20:])
         assert await pipe.recv_all() == b""
@@ -342,7 +372,7 @@ async def test_a_tunnel_whose_sni_names_another_host_is_cut(
         )
         pipe = h.open()
         hello = _client_hello("Allowed.Test")
-        pipe.send(b"CONNECT allowed.test:8765 HTTP/1.1\r\n\r\n" + hello)
+        pipe.send(b"CONNECT allowed.test:" + P + b" HTTP/1.1\r\n\r\n" + hello)
         assert await pipe.recv(39) == b"HTTP/1.1 200 Connection established\r\n\r\n"
         pipe.send_eof()
         assert (await pipe.recv_all()) == b"OK " + hello
@@ -353,7 +383,7 @@ async def test_a_policy_change_closes_the_live_connections_it_forbids(
 ) -> None:
     async with running(hosts, POLICY) as h:
         pipe = h.open()
-        pipe.send(b"CONNECT allowed.test:8765 HTTP/1.1\r\n\r\nx")
+        pipe.send(b"CONNECT allowed.test:" + P + b" HTTP/1.1\r\n\r\nx")
         assert await pipe.recv(43) == b"HTTP/1.1 200 Connection established\r\n\r\nOK x"
         h.registry.policy = NetworkPolicy(mode="allow", allow=POLICY.allow, deny=("allowed.test",))
         h.gateway.policy_changed()
@@ -367,7 +397,7 @@ async def test_a_policy_change_closes_the_live_connections_it_forbids(
 async def test_mode_none_refuses(hosts: Path, upstream: dict[str, list[bytes]]) -> None:
     async with running(hosts, NetworkPolicy()) as h:
         pipe = h.open()
-        pipe.send(b"CONNECT allowed.test:8765 HTTP/1.1\r\n\r\n")
+        pipe.send(b"CONNECT allowed.test:" + P + b" HTTP/1.1\r\n\r\n")
         assert b"network policy is none" in await pipe.recv_all()
 
 
@@ -415,9 +445,11 @@ async def test_an_interceptor_takes_the_flows_it_wants(
 
     async with running(hosts, POLICY, interceptor=Interceptor()) as h:
         pipe = h.open()
-        pipe.send(b"GET http://allowed.test:8765/ HTTP/1.1\r\nAuthorization: PLACEHOLDER\r\n\r\n")
+        pipe.send(
+            b"GET http://allowed.test:" + P + b"/ HTTP/1.1\r\nAuthorization: PLACEHOLDER\r\n\r\n"
+        )
         assert b"Authorization: real" in await pipe.recv_all()
-        assert taken == [("box", "allowed.test", 8765, False)]
+        assert taken == [("box", "allowed.test", PORT, False)]
 
 
 async def test_relayed_bytes_wait_for_another_sandboxs_tool_call(
@@ -430,7 +462,7 @@ async def test_relayed_bytes_wait_for_another_sandboxs_tool_call(
     async with running(hosts, POLICY, precedence=precedence) as h:
         pipe = h.open()
         with precedence.call("another-box"):
-            pipe.send(b"CONNECT allowed.test:8765 HTTP/1.1\r\n\r\nhello")
+            pipe.send(b"CONNECT allowed.test:" + P + b" HTTP/1.1\r\n\r\nhello")
             assert await pipe.recv(39) == b"HTTP/1.1 200 Connection established\r\n\r\n"
             await asyncio.sleep(0.2)
             assert upstream[ALLOWED] == []  # "hello" waits for the call
