@@ -123,13 +123,25 @@ async def measure(res: Resources, n: int = 200, big_n: int = 3) -> dict[str, Any
         prefix = f"/v1/sandboxes/ports/ports/{PORT}"
         results: dict[str, Any] = {}
         cpu = _Cpu(daemon.pid)
+        # The same forward on a transport that opens a stream per connection
+        # (OpenPort, as against a daemon without OpenPorts): what sharing saves.
+        async with GrpcSandboxFactory(daemon.target) as per_stream_factory:
+            per_stream_factory.transport._port_streams.supported = False  # type: ignore[attr-defined]
+            per_stream = await per_stream_factory.create_sandbox("ports")  # the same one
+            async with box.forward_port(PORT) as forward, per_stream.forward_port(PORT) as single:
+                await _timed(10, lambda: _get(forward.port, "/index.html"))  # warm-up
+                await _timed(10, lambda: _get(single.port, "/index.html"))
+                await _timed(10, lambda: _get(http_port, f"{prefix}/index.html", auth))
+                results["small_inside"] = summarize(await _inside(box, n, "/index.html"))
+                results["small_forward"] = summarize(
+                    await cpu.timed("small_forward", n, lambda: _get(forward.port, "/index.html"))
+                )
+                results["small_forward_per_stream"] = summarize(
+                    await cpu.timed(
+                        "small_forward_per_stream", n, lambda: _get(single.port, "/index.html")
+                    )
+                )
         async with box.forward_port(PORT) as forward:
-            await _timed(10, lambda: _get(forward.port, "/index.html"))  # warm-up
-            await _timed(10, lambda: _get(http_port, f"{prefix}/index.html", auth))
-            results["small_inside"] = summarize(await _inside(box, n, "/index.html"))
-            results["small_forward"] = summarize(
-                await cpu.timed("small_forward", n, lambda: _get(forward.port, "/index.html"))
-            )
             results["small_preview"] = summarize(
                 await cpu.timed(
                     "small_preview", n, lambda: _get(http_port, f"{prefix}/index.html", auth)
@@ -168,13 +180,17 @@ def evaluate(ports: dict[str, Any]) -> list[Target]:
 def render(ports: dict[str, Any]) -> str:
     cpu = ports.get("cpu_ms") or {}
 
-    def row(name: str, key: str, mb: str) -> str:
+    def row(name: str, key: str, mb: str | None) -> str:
         summary: Summary = ports[key]
-        line = f"  {name:<26} {summary.p50:7.2f} / {summary.p95:7.2f}    {ports[mb]:7.1f}"
+        size = f"{ports[mb]:7.1f}" if mb else " " * 7
+        line = f"  {name:<26} {summary.p50:7.2f} / {summary.p95:7.2f}    {size}"
         kind = key.removeprefix("small_")
-        if f"small_{kind}" in cpu and f"big_{kind}" in cpu:
-            small, big = cpu[f"small_{kind}"], cpu[f"big_{kind}"]
-            line += f"    {small[0]:5.2f} / {small[1]:5.2f}    {big[0]:5.0f} / {big[1]:5.0f}"
+        if f"small_{kind}" in cpu:
+            small = cpu[f"small_{kind}"]
+            line += f"    {small[0]:5.2f} / {small[1]:5.2f}"
+        if f"big_{kind}" in cpu:
+            big = cpu[f"big_{kind}"]
+            line += f"    {big[0]:5.0f} / {big[1]:5.0f}"
         return line
 
     return "\n".join(
@@ -183,6 +199,11 @@ def render(ports: dict[str, Any]) -> str:
             "CPU ms per small GET and per 100 MiB GET: daemon / client process with its forwarder)",
             row("inside the sandbox (floor)", "small_inside", "big_inside_mb_s"),
             row("through a forwarded port", "small_forward", "big_forward_mb_s"),
+            *(
+                [row("  a stream per connection", "small_forward_per_stream", None)]
+                if "small_forward_per_stream" in ports
+                else []
+            ),
             row("through the HTTP preview", "small_preview", "big_preview_mb_s"),
         ]
     )

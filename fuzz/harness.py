@@ -41,7 +41,9 @@ PAYLOAD_LIMIT = 64 * 1024
 #: How each streaming RPC is called (the rest are unary).
 SERVER_STREAMS = frozenset({"ExecStream", "Download", "DownloadTree"})
 CLIENT_STREAMS = frozenset({"Upload", "UploadTree"})
-BIDI_STREAMS = frozenset({"ToolCalls", "ConnectProcess"})
+BIDI_STREAMS = frozenset({"ToolCalls", "ConnectProcess", "OpenPorts"})
+#: Streams whose items answer one piece of work each, with its own status.
+IN_BAND_ERRORS = frozenset({"ToolCalls", "OpenPorts"})
 CALL_TIMEOUT_S = 60.0
 
 
@@ -114,6 +116,8 @@ class FuzzServer:
                 reply = rpc(iter(request), timeout=CALL_TIMEOUT_S)
             elif method in BIDI_STREAMS:
                 reply = list(rpc(iter(request), timeout=CALL_TIMEOUT_S))
+                if method in IN_BAND_ERRORS:
+                    self._check_in_band(method, request, reply)
             else:
                 reply = rpc(request, timeout=CALL_TIMEOUT_S)
             code = grpc.StatusCode.OK
@@ -126,6 +130,21 @@ class FuzzServer:
             self.failures.append(message)
             raise AssertionError(message)
         return reply
+
+    def _check_in_band(self, method: str, request: Any, reply: list[Any]) -> None:
+        answers = [a for r in reply for a in (r.batch if method == "ToolCalls" else ()) or [r]]
+        for answer in answers:
+            if not answer.HasField("error"):
+                continue
+            code = grpc.StatusCode[answer.error.code]
+            self.statuses[f"{method} (in band) {code.name}"] += 1
+            if code not in ALLOWED:
+                message = (
+                    f"{method} answered {code.name} in band: {answer.error.message}\n"
+                    f"request: {request!r:.2000}"
+                )
+                self.failures.append(message)
+                raise AssertionError(message)
 
     def healthy(self) -> bool:
         assert self._channel is not None

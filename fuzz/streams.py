@@ -225,6 +225,42 @@ def tool_calls() -> st.SearchStrategy[list[pb.ToolCallsRequest]]:
     return st.lists(mostly(one, st.one_of(batch, nested)), max_size=5)
 
 
+# --------------------------------------------------------------- ports
+
+#: Ports where nothing of the host listens (the local backend's loopback is
+#: the host's), and out-of-range ones.
+_PORTS = mostly(st.sampled_from([1, 9, 65535]), st.sampled_from([0, 65536, 2**32 - 1]))
+_PORT_HOSTS = mostly(st.sampled_from(["", "localhost", "127.0.0.1", "::1"]), WILD_TEXT)
+_CONN_IDS = mostly(st.integers(1, 4), st.integers(0, 2**64 - 1))
+
+
+def _port_input() -> st.SearchStrategy[pb.PortInput]:
+    return st.builds(
+        pb.PortInput,
+        instance_id=INSTANCE_IDS,
+        port=_PORTS,
+        host=_PORT_HOSTS,
+        data=mostly(st.binary(max_size=64), st.just(b"d" * 300_000)),
+        close_write=st.booleans(),
+        compact=st.booleans(),
+    )
+
+
+def open_ports() -> st.SearchStrategy[list[pb.PortsInput]]:
+    one = st.one_of(
+        st.builds(pb.PortsInput, conn_id=_CONN_IDS, open=_port_input(), window=UINT32),
+        st.builds(
+            pb.PortsInput,
+            conn_id=_CONN_IDS,
+            data=mostly(st.binary(max_size=64), st.just(b"x" * 600_000)),
+        ),
+        st.builds(pb.PortsInput, conn_id=_CONN_IDS, close_write=st.booleans()),
+        st.builds(pb.PortsInput, conn_id=_CONN_IDS, reset=st.booleans()),
+        st.builds(pb.PortsInput, conn_id=_CONN_IDS, window=UINT32),
+    )
+    return st.lists(one, max_size=6)
+
+
 #: RPC name -> strategy; with the unary ones, every RPC of the service.
 STREAM_RPCS: dict[str, st.SearchStrategy[Any]] = {
     "StartProcess": start_process(),
@@ -238,5 +274,6 @@ STREAM_RPCS: dict[str, st.SearchStrategy[Any]] = {
     "DownloadTree": download_tree(),
     "ForkSandbox": fork_sandbox(),
     "ToolCalls": tool_calls(),
+    "OpenPorts": open_ports(),
 }
 ALL_RPCS: dict[str, st.SearchStrategy[Any]] = {**RPCS, **STREAM_RPCS}

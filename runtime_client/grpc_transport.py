@@ -12,7 +12,9 @@ import grpc
 
 from runtime_client._status import mapped, mapped_stream
 from runtime_client.errors import SandboxUnavailable
+from runtime_client.port_mux import MuxUnsupported, PortStreams
 from runtime_client.tool_stream import StreamUnsupported, ToolCallStream
+from runtime_client.transport import PortConnection
 from sandboxd.contract import convert
 from sandboxd.contract.models import (
     DownloadDone,
@@ -41,6 +43,7 @@ from sandboxd.contract.models import (
     TreeUploadResult,
     WriteFileResult,
 )
+from sandboxd.contract.port_mux import CHUNK as PORT_CHUNK
 from sandboxd.contract.v1 import sandbox_pb2 as pb
 from sandboxd.contract.v1 import sandbox_pb2_grpc as pb_grpc
 
@@ -100,6 +103,7 @@ class GrpcTransport:
         self._ports_stub: pb_grpc.SandboxPortsStub | None = None
         self._tool_stream: ToolCallStream | None = None
         self._tool_stream_supported = True
+        self._port_streams = PortStreams(lambda: self.ports_stub.OpenPorts())
 
     @property
     def stub(self) -> pb_grpc.SandboxServiceStub:
@@ -124,6 +128,7 @@ class GrpcTransport:
         return self._ports_stub
 
     async def close(self) -> None:
+        await self._port_streams.close()
         if self._tool_stream is not None:
             await self._tool_stream.close()
             self._tool_stream = None
@@ -328,7 +333,6 @@ class GrpcTransport:
 
     # ------------------------------------------------------------ ports
 
-    @mapped
     async def open_port(
         self,
         instance_id: str,
@@ -337,12 +341,23 @@ class GrpcTransport:
         data: bytes = b"",
         *,
         wait: bool = True,
-    ) -> GrpcPortConnection:
+    ) -> PortConnection:
         """``data``: the first bytes, carried by the open itself (no round trip of their own).
 
         ``wait=False``: return without waiting for the connection inside; one
         that cannot open fails the first read (the stream is ``compact``).
+        Connections share ``OpenPorts`` streams; a daemon without that RPC
+        gets an ``OpenPort`` stream each.
         """
+        if self._port_streams.supported is not False:
+            with contextlib.suppress(MuxUnsupported):
+                return await self._port_streams.open(instance_id, port, host, data, wait=wait)
+        return await self._open_port_stream(instance_id, port, host, data, wait=wait)
+
+    @mapped
+    async def _open_port_stream(
+        self, instance_id: str, port: int, host: str, data: bytes, *, wait: bool
+    ) -> GrpcPortConnection:
         call = self.ports_stub.OpenPort()
         chunk = GrpcPortConnection.CHUNK
         first_input = pb.PortInput(
@@ -654,7 +669,7 @@ class GrpcPortConnection:
     """``OpenPort`` after its first exchange: bytes both ways, each with its own end."""
 
     #: Bytes per message towards the daemon.
-    CHUNK = 256 << 10
+    CHUNK = PORT_CHUNK
 
     def __init__(self, call: Any, *, opened: bool = True) -> None:
         self._call = call

@@ -124,6 +124,10 @@ class PortForward:
                 # Nothing listens inside (or the sandbox is gone): the local
                 # client sees its connection closed, as with a refused one.
                 self.failed += 1
+        except asyncio.CancelledError:
+            # close() ends it. Not raised on: Python 3.11's listener takes a
+            # cancelled connection task for a failed one and logs it.
+            pass
         finally:
             self._relays.discard(task)
             writer.close()
@@ -133,6 +137,10 @@ class PortForward:
 
 async def _first_bytes(reader: asyncio.StreamReader) -> bytes:
     try:
+        # A timeout scope where there is one (3.11+): no task of its own per connection.
+        if hasattr(asyncio, "timeout"):
+            async with asyncio.timeout(FIRST_BYTES_WAIT_S):
+                return await reader.read(CHUNK)
         return await asyncio.wait_for(reader.read(CHUNK), FIRST_BYTES_WAIT_S)
     except (asyncio.TimeoutError, TimeoutError):
         return b""
@@ -148,21 +156,35 @@ async def relay(
             await conn.write(data)
         await conn.shutdown_write()
 
-    async def inward() -> None:
+    # The server's direction runs here, the client's beside it: one task per
+    # connection, not two and a watcher. Either failing (a reset, the
+    # sandbox gone) ends both.
+    here = asyncio.current_task()
+    assert here is not None
+    beside = asyncio.ensure_future(outward())
+
+    waiting_beside = False
+
+    def stop_here_on_failure(done: asyncio.Future[None]) -> None:
+        # Awaiting it, this task hears of the failure from the await itself.
+        if not waiting_beside and not done.cancelled() and done.exception() is not None:
+            here.cancel()
+
+    beside.add_done_callback(stop_here_on_failure)
+    try:
         while data := await conn.read():
             writer.write(data)
             await writer.drain()
         if writer.can_write_eof():
             writer.write_eof()
-
-    tasks = [asyncio.ensure_future(outward()), asyncio.ensure_future(inward())]
-    try:
-        # Either failing (a reset, the sandbox gone) ends both.
-        for finished in asyncio.as_completed(tasks):
-            await finished
+        waiting_beside = True
+        await beside
+    except asyncio.CancelledError:
+        if beside.done() and not beside.cancelled() and beside.exception() is not None:
+            raise beside.exception() from None  # type: ignore[misc]
+        raise
     finally:
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        beside.remove_done_callback(stop_here_on_failure)
+        beside.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await beside

@@ -154,6 +154,8 @@ def _requests(instance_id: str) -> dict[str, Any]:
         "SetNetworkPolicy": pb.SetNetworkPolicyRequest(instance_id=instance_id),
         "GetNetworkLog": pb.GetNetworkLogRequest(instance_id=instance_id),
         "OpenPort": [pb.PortInput(instance_id=instance_id, port=8000, host="127.0.0.1")],
+        "OpenPorts": [pb.PortsInput(conn_id=1, open=pb.PortInput(
+            instance_id=instance_id, port=8000, host="127.0.0.1"))],
         "ListPorts": pb.ListPortsRequest(instance_id=instance_id),
         "CreatePreview": pb.CreatePreviewRequest(instance_id=instance_id, port=8000, ttl_s=60),
         "CreateSnapshot": pb.CreateSnapshotRequest(instance_id=instance_id, name="theirs"),
@@ -193,7 +195,7 @@ async def _outcome(call: Any, method: str, request: Any, token: str) -> grpc.Sta
             result = call(request, metadata=metadata)
         if hasattr(result, "__aiter__"):
             async for response in result:
-                if method == "ToolCalls" and response.HasField("error"):
+                if method in ("ToolCalls", "OpenPorts") and response.HasField("error"):
                     return grpc.StatusCode[response.error.code]
         else:
             await result

@@ -1351,6 +1351,38 @@ class PortOutput(_message.Message):
     eof: bool
     def __init__(self, opened: _Optional[bool] = ..., data: _Optional[bytes] = ..., eof: _Optional[bool] = ...) -> None: ...
 
+class PortsInput(_message.Message):
+    __slots__ = ("conn_id", "open", "data", "close_write", "reset", "window")
+    CONN_ID_FIELD_NUMBER: _ClassVar[int]
+    OPEN_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    CLOSE_WRITE_FIELD_NUMBER: _ClassVar[int]
+    RESET_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_FIELD_NUMBER: _ClassVar[int]
+    conn_id: int
+    open: PortInput
+    data: bytes
+    close_write: bool
+    reset: bool
+    window: int
+    def __init__(self, conn_id: _Optional[int] = ..., open: _Optional[_Union[PortInput, _Mapping]] = ..., data: _Optional[bytes] = ..., close_write: _Optional[bool] = ..., reset: _Optional[bool] = ..., window: _Optional[int] = ...) -> None: ...
+
+class PortsOutput(_message.Message):
+    __slots__ = ("conn_id", "opened", "data", "eof", "error", "window")
+    CONN_ID_FIELD_NUMBER: _ClassVar[int]
+    OPENED_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    EOF_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_FIELD_NUMBER: _ClassVar[int]
+    conn_id: int
+    opened: bool
+    data: bytes
+    eof: bool
+    error: CallError
+    window: int
+    def __init__(self, conn_id: _Optional[int] = ..., opened: _Optional[bool] = ..., data: _Optional[bytes] = ..., eof: _Optional[bool] = ..., error: _Optional[_Union[CallError, _Mapping]] = ..., window: _Optional[int] = ...) -> None: ...
+
 class ListPortsRequest(_message.Message):
     __slots__ = ("instance_id",)
     INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]

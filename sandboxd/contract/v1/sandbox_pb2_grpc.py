@@ -2192,6 +2192,11 @@ class SandboxPortsStub:
                 request_serializer=sandboxd_dot_v1_dot_sandbox__pb2.PortInput.SerializeToString,
                 response_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.PortOutput.FromString,
                 _registered_method=True)
+        self.OpenPorts = channel.stream_stream(
+                '/sandboxd.v1.SandboxPorts/OpenPorts',
+                request_serializer=sandboxd_dot_v1_dot_sandbox__pb2.PortsInput.SerializeToString,
+                response_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.PortsOutput.FromString,
+                _registered_method=True)
         self.ListPorts = channel.unary_unary(
                 '/sandboxd.v1.SandboxPorts/ListPorts',
                 request_serializer=sandboxd_dot_v1_dot_sandbox__pb2.ListPortsRequest.SerializeToString,
@@ -2224,6 +2229,20 @@ class SandboxPortsServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def OpenPorts(self, request_iterator, context):
+        """Many connections over one stream, each named by the client's conn_id
+        (a forwarder's: a connection then costs no stream of its own). A
+        connection starts with a PortsInput carrying open (OpenPort's first
+        message); then data both ways against windows of its own, so a server
+        or a client that does not read holds back its own connection only.
+        A connection's failure (nothing listens, the sandbox is gone, the
+        caller may not) is its error message; the stream goes on. Ending the
+        stream resets the connections still open.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def ListPorts(self, request, context):
         """The TCP ports something listens on inside the sandbox.
         """
@@ -2248,6 +2267,11 @@ def add_SandboxPortsServicer_to_server(servicer, server):
                     servicer.OpenPort,
                     request_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.PortInput.FromString,
                     response_serializer=sandboxd_dot_v1_dot_sandbox__pb2.PortOutput.SerializeToString,
+            ),
+            'OpenPorts': grpc.stream_stream_rpc_method_handler(
+                    servicer.OpenPorts,
+                    request_deserializer=sandboxd_dot_v1_dot_sandbox__pb2.PortsInput.FromString,
+                    response_serializer=sandboxd_dot_v1_dot_sandbox__pb2.PortsOutput.SerializeToString,
             ),
             'ListPorts': grpc.unary_unary_rpc_method_handler(
                     servicer.ListPorts,
@@ -2293,6 +2317,33 @@ class SandboxPorts:
             '/sandboxd.v1.SandboxPorts/OpenPort',
             sandboxd_dot_v1_dot_sandbox__pb2.PortInput.SerializeToString,
             sandboxd_dot_v1_dot_sandbox__pb2.PortOutput.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def OpenPorts(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/sandboxd.v1.SandboxPorts/OpenPorts',
+            sandboxd_dot_v1_dot_sandbox__pb2.PortsInput.SerializeToString,
+            sandboxd_dot_v1_dot_sandbox__pb2.PortsOutput.FromString,
             options,
             channel_credentials,
             insecure,

@@ -25,7 +25,9 @@ from sandboxd.contract.v1 import sandbox_pb2_grpc as pb_grpc
 from sandboxd.service.forwarding import DEFAULT_PREVIEW_TTL_S
 from sandboxd.service.ports import Pipe
 from sandboxd.service.sandbox_service import SandboxService
+from sandboxd.service.scope import current_scope
 from sandboxd.transports.auth import Authenticator
+from sandboxd.transports.grpc.port_mux import PortMuxStream, port_callers
 from sandboxd.transports.grpc.status import streaming, unary
 
 Context: TypeAlias = grpc.aio.ServicerContext
@@ -35,6 +37,7 @@ class PortsServicer(pb_grpc.SandboxPortsServicer):  # type: ignore[misc]
     def __init__(self, service: SandboxService, authenticator: Authenticator) -> None:
         self.service = service
         self.authenticator = authenticator
+        self._port_callers = port_callers()
 
     @streaming
     async def OpenPort(
@@ -69,6 +72,17 @@ class PortsServicer(pb_grpc.SandboxPortsServicer):  # type: ignore[misc]
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await writer
             await pipe.close()
+
+    @streaming  # one authenticated stream; each connection's failure is its own answer
+    async def OpenPorts(
+        self, requests: AsyncIterator[pb.PortsInput], context: Context
+    ) -> AsyncIterator[pb.PortsOutput]:
+        # At once: the client learns the daemon has the RPC before its first connection.
+        await context.send_initial_metadata(())
+        with self._port_callers.budget(current_scope()) as caller:
+            async with PortMuxStream(self.service.open_port, caller) as stream:
+                async for answer in stream.serve(requests):
+                    yield answer
 
     @unary
     async def CreatePreview(

@@ -24,7 +24,7 @@ from sandboxd.transports.auth import Authenticator
 from sandboxd.transports.grpc.client_stream import answered_after_the_stream
 from sandboxd.transports.grpc.process_stream import ProcessConnection
 from sandboxd.transports.grpc.status import streaming, unary
-from sandboxd.transports.grpc.tool_stream import Callers, ToolCallStream
+from sandboxd.transports.grpc.tool_stream import ToolCallStream, tool_callers
 
 Context: TypeAlias = grpc.aio.ServicerContext
 R = TypeVar("R")
@@ -34,7 +34,7 @@ class SandboxServicer(pb_grpc.SandboxServiceServicer):  # type: ignore[misc]
     def __init__(self, service: SandboxService, authenticator: Authenticator) -> None:
         self.service = service
         self.authenticator = authenticator
-        self._tool_callers = Callers()
+        self._tool_callers = tool_callers()
 
     @unary
     async def CreateSandbox(

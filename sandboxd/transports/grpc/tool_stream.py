@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from types import TracebackType
 from typing import TYPE_CHECKING
 
@@ -33,6 +33,7 @@ from sandboxd.contract.batch import BatchBudget
 from sandboxd.contract.errors import InvalidArgument, ResourceExhausted
 from sandboxd.contract.v1 import sandbox_pb2 as pb
 from sandboxd.observability.calls import mark_failed, observe
+from sandboxd.transports.grpc.budgets import Callers, Outstanding
 from sandboxd.transports.grpc.status import describe
 
 if TYPE_CHECKING:
@@ -53,52 +54,9 @@ def _failed(call_id: int, error: BaseException) -> pb.ToolCallsResponse:
     )
 
 
-class Outstanding:
-    """Calls accepted and not yet answered and read, against a cap to wait on."""
-
-    def __init__(self, limit: Callable[[], int]) -> None:
-        self._limit = limit  # read at each use: a test may lower the module's cap
-        self.count = 0
-        self._changed = asyncio.Event()
-
-    @property
-    def over(self) -> bool:
-        return self.count > self._limit()
-
-    def add(self, n: int) -> None:
-        self.count += n
-
-    def done(self, n: int) -> None:
-        self.count -= n
-        self._changed.set()
-
-    async def room(self) -> None:
-        while self.count >= self._limit():
-            self._changed.clear()
-            await self._changed.wait()
-
-
-class Callers:
-    """One ``Outstanding`` per caller, shared by all its streams while any is open."""
-
-    def __init__(self) -> None:
-        self._budgets: dict[Hashable, tuple[Outstanding, int]] = {}
-
-    @contextlib.contextmanager
-    def budget(self, caller: Hashable) -> Iterator[Outstanding]:
-        budget, streams = self._budgets.get(caller) or (
-            Outstanding(lambda: MAX_OUTSTANDING_PER_CALLER),
-            0,
-        )
-        self._budgets[caller] = (budget, streams + 1)
-        try:
-            yield budget
-        finally:
-            budget, streams = self._budgets[caller]
-            if streams == 1:
-                del self._budgets[caller]
-            else:
-                self._budgets[caller] = (budget, streams - 1)
+def tool_callers() -> Callers:
+    # The cap read at each use (a test may lower it).
+    return Callers(lambda: MAX_OUTSTANDING_PER_CALLER)
 
 
 class ToolCallStream:
