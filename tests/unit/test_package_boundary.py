@@ -54,6 +54,7 @@ CLIENT_MODULES = {
     "runtime_client.errors",
     "runtime_client.factories",
     "runtime_client.grpc_transport",
+    "runtime_client.port_mux",
     "runtime_client.ports",
     "runtime_client.processes",
     "runtime_client.sandbox",
