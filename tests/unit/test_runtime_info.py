@@ -6,10 +6,30 @@ import pytest
 
 from sandboxd.backends.docker import runtimes
 from sandboxd.contract import convert
-from sandboxd.contract.models import DiskLimit, PoolStatus, RuntimeInfo, ServerStatus
+from sandboxd.contract.models import (
+    DiskLimit,
+    PoolStatus,
+    Runtime,
+    RuntimeInfo,
+    SandboxOptions,
+    ServerStatus,
+)
 from sandboxd.transports.http.schemas import ServerStatus as HttpServerStatus
 
 pytestmark = [pytest.mark.unit, pytest.mark.anyio]
+
+
+@pytest.mark.parametrize(
+    ("runtime", "pids_limit", "host"),
+    [
+        (Runtime.RUNC, 512, 512),
+        (Runtime.RUNSC, 512, 16_384),  # gVisor's own threads count on the host
+        (Runtime.RUNSC, 20_000, 20_000),  # a sandbox that asked for more keeps it
+    ],
+)
+def test_host_pids_limit(runtime: Runtime, pids_limit: int, host: int) -> None:
+    options = SandboxOptions(runtime=runtime, pids_limit=pids_limit)
+    assert runtimes.host_pids_limit(options, 16_384) == host
 
 
 @pytest.mark.parametrize(

@@ -405,7 +405,7 @@ class DockerBackend:
                 # Equal weight for every sandbox, below a default-weight process
                 # (sandboxd) where they share a parent cgroup (SECURITY.md, "CPU").
                 cpu_shares=self.settings.cpu_shares,
-                pids_limit=options.pids_limit,
+                pids_limit=runtimes.host_pids_limit(options, self.settings.runsc_pids_limit),
                 runtime=(options.runtime or Runtime.RUNC).value,
                 log_config=LogConfig(type="none"),
             )

@@ -60,6 +60,13 @@ class DockerSettings(ContainerSettings):
     pool_parallel: int = Field(
         2, ge=1, le=16, description="warm workspaces started at the same time when refilling"
     )
+    runsc_pids_limit: int = Field(
+        16_384,
+        ge=16,
+        description="host tasks a gVisor (runsc) container may hold, when its pids_limit is "
+        "lower: the engine's pids limit counts gVisor's own threads there, not the "
+        "workload's processes (backends/docker/runtimes.py, host_pids_limit)",
+    )
     direct_channel: bool = Field(
         True,
         description="talk to each executor over a unix socket inside its container, reached "
