@@ -30,6 +30,13 @@ def test_generated_network_policy_matches_the_python_model() -> None:
     )
 
 
+def test_generated_port_windows_match_the_contract() -> None:
+    ts_data = _ts_data()
+    assert ts_data.PORTS_TS.read_text(encoding="utf-8") == ts_data.ports_ts(), (
+        "run `make ts-generate`"
+    )
+
+
 def test_every_alias_names_a_schema_property() -> None:
     for spec in _ts_data().tool_specs():
         for alias, canonical in spec["aliases"].items():

@@ -11,7 +11,7 @@ import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 
 import { abortError, mapError, NotFound, SandboxGone, SandboxUnavailable } from './errors.js';
-import { startForward, type ForwardOptions, type PortForward, type RawPortOutput } from './ports.js';
+import { startForward, type ForwardOptions, type PortForward, type RawPortOutput, type RawPortsOutput } from './ports.js';
 import { StreamUnsupported, ToolCallStream, type RawCallToolRequest, type RawCallToolResponse } from './tool-stream.js';
 import { NETWORK_MODES, type NetworkMode } from './generated/network.js';
 import { readTemplate, sendContext, type BuildContext, type RawTemplatePart, type TemplateInfo } from './templates.js';
@@ -446,8 +446,9 @@ export class SandboxdClient {
 
   /**
    * A local listener for `remotePort` inside the sandbox (its network may be
-   * off): each connection it accepts is one `SandboxPorts.OpenPort` stream,
-   * bytes relayed both ways with each direction ending on its own, until
+   * off): the connections it accepts ride shared `SandboxPorts.OpenPorts`
+   * streams (one `OpenPort` stream each against a daemon without it), bytes
+   * relayed both ways with each direction ending on its own, until
    * `close()`. `remoteHost` `localhost` tries 127.0.0.1, then ::1.
    */
   async forwardPort(instanceId: string, remotePort: number, options: ForwardOptions = {}): Promise<PortForward> {
@@ -455,10 +456,18 @@ export class SandboxdClient {
       const Ctor = serviceClient('SandboxPorts');
       this.portsClient = new Ctor(this.target, this.credentials, {});
     }
-    const open = (this.portsClient as unknown as Record<string, (m: grpc.Metadata) => grpc.ClientDuplexStream<object, RawPortOutput>>)['OpenPort'];
-    if (open === undefined) throw new Error('no RPC OpenPort');
+    const rpcs = this.portsClient as unknown as Record<string, (m: grpc.Metadata) => unknown>;
+    const open = rpcs['OpenPort'];
+    const openMany = rpcs['OpenPorts'];
+    if (open === undefined || openMany === undefined) throw new Error('no RPC OpenPort(s)');
     const client = this.portsClient;
-    return startForward(() => open.call(client, this.metadata()), instanceId, remotePort, options);
+    return startForward(
+      () => open.call(client, this.metadata()) as grpc.ClientDuplexStream<object, RawPortOutput>,
+      () => openMany.call(client, this.metadata()) as grpc.ClientDuplexStream<object, RawPortsOutput>,
+      instanceId,
+      remotePort,
+      options,
+    );
   }
 
   private metadata(): grpc.Metadata {

@@ -121,6 +121,50 @@ for (const backend of backends()) {
       }
     });
 
+    if (backend === 'local') test('forwardPort shares a stream; a server that never reads holds back its own connection only', async () => {
+      // Inside: the first connection is never read; the others are answered with their size.
+      const { createServer, connect } = await import('node:net');
+      let first = true;
+      const inside = createServer({ allowHalfOpen: true }, (socket) => {
+        if (first) {
+          first = false;
+          socket.pause();
+          return;
+        }
+        let size = 0;
+        socket.on('data', (chunk: Buffer) => (size += chunk.length));
+        socket.on('end', () => socket.end(`got ${size} bytes`));
+      });
+      await new Promise<void>((resolve) => inside.listen(0, '127.0.0.1', () => resolve()));
+      const remote = (inside.address() as { port: number }).port;
+      const forward = await client.forwardPort('c1', remote);
+      const exchange = (size: number): Promise<string> =>
+        new Promise<string>((resolve, reject) => {
+          const socket = connect(forward.port, '127.0.0.1');
+          const parts: Buffer[] = [];
+          socket.on('data', (chunk: Buffer) => parts.push(chunk));
+          socket.on('end', () => resolve(Buffer.concat(parts).toString()));
+          socket.on('error', reject);
+          socket.end(Buffer.alloc(size, 120));
+        });
+      try {
+        const stuck = connect(forward.port, '127.0.0.1');
+        await new Promise<void>((resolve) => stuck.once('connect', () => resolve()));
+        // 32 MiB towards a server that reads nothing: the local socket fills and waits.
+        let written = true;
+        for (let i = 0; i < 32 && written; i++) written = stuck.write(Buffer.alloc(1 << 20, 121));
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => exchange(1000 + i)));
+        assert.deepEqual(answers, Array.from({ length: 30 }, (_, i) => `got ${1000 + i} bytes`));
+        assert.equal(forward.accepted, 31);
+        assert.equal(forward.sharedStreams, 1);
+        stuck.destroy();
+      } finally {
+        await forward.close();
+        inside.close();
+      }
+    });
+
     if (backend === 'local') test('forwardPort closes a local connection when nothing listens inside', async () => {
       // The stream is compact (no opened message): the open's NOT_FOUND ends it.
       const { createServer, connect } = await import('node:net');
