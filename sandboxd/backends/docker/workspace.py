@@ -143,18 +143,6 @@ class DockerWorkspace(ChannelCalls, PipeEndpoints):
             self._channel = await self._connect()
             self.activity.parked = False
 
-    async def ensure_running(self) -> ExecutorChannel:
-        channel = self._channel
-        if channel is not None and not channel.closed:
-            return channel
-        async with self._connecting:
-            if self._channel is not None and not self._channel.closed:
-                return self._channel
-            await self._drop_channel()
-            self._channel = await self._connect()
-            self.activity.parked = False
-            return self._channel
-
     # ------------------------------------------------------------ internals
 
     async def _drop_channel(self) -> None:

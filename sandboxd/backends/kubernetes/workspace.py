@@ -169,18 +169,6 @@ class KubernetesWorkspace(ChannelCalls, PipeEndpoints):
     def connected(self) -> bool:
         return self._channel is not None and not self._channel.closed
 
-    async def ensure_running(self) -> ExecutorChannel:
-        channel = self._channel
-        if channel is not None and not channel.closed:
-            return channel
-        async with self._connecting:
-            if self._channel is not None and not self._channel.closed:
-                return self._channel
-            await self._drop_channel()
-            self._channel = await self._connect()
-            self.activity.parked = False
-            return self._channel
-
     async def stop_idle(self) -> None:
         """Delete the Pod (the claim stays); the next call makes it again."""
         async with self._connecting:

@@ -133,9 +133,21 @@ class _Connectable(Protocol):
     async def ensure_running(self) -> ExecutorChannel: ...
 
 
+class _Reconnecting(Protocol):
+    """What an engine's workspace keeps of its channel and how it makes one."""
+
+    activity: Activity
+    _channel: ExecutorChannel | None
+    _connecting: asyncio.Lock
+
+    async def _drop_channel(self) -> None: ...
+
+    async def _connect(self) -> ExecutorChannel: ...
+
+
 class ChannelCalls:
-    """``call``/``stream``/``idle_expired`` of a workspace that has ``activity``
-    and ``ensure_running``.
+    """``call``/``stream``/``idle_expired``/``ensure_running`` of a workspace
+    that has ``activity`` and makes its channel (``_connect``).
 
     A call must not be the one that finds out the executor died: the call
     would fail (it may have run, so it is never sent again), and only the next
@@ -146,6 +158,9 @@ class ChannelCalls:
     finds the channel dead the workspace reconnects and the call goes out once,
     on the live channel. Back-to-back calls pay nothing.
     """
+
+    #: The workspace's (each engine sets it): its channel, while it has one.
+    _channel: ExecutorChannel | None
 
     async def call(self: _Connectable, op: str, args: Mapping[str, Any]) -> dict[str, Any]:
         with self.activity.busy() as unused_for:
@@ -162,6 +177,21 @@ class ChannelCalls:
 
     def idle_expired(self: _Connectable, now: float) -> bool:
         return self.activity.idle_expired(now)
+
+    async def ensure_running(self: _Reconnecting) -> ExecutorChannel:
+        """The live channel; a closed one is made again (the engine starting
+        the workspace first if it must), one caller at a time."""
+        channel = self._channel
+        if channel is not None and not channel.closed:
+            return channel
+        async with self._connecting:
+            channel = self._channel
+            if channel is not None and not channel.closed:
+                return channel
+            await self._drop_channel()
+            channel = self._channel = await self._connect()
+            self.activity.parked = False
+            return channel
 
 
 async def _checked_channel(workspace: _Connectable, unused_for: float) -> ExecutorChannel:
