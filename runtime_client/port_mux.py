@@ -152,16 +152,19 @@ class PortStream:
     @classmethod
     async def start(cls, open_call: Callable[[], Any]) -> PortStream:
         call = open_call()
-        try:
-            # The daemon answers with its headers at once; one without the
-            # RPC ends the call instead.
+        # The daemon answers with its headers at once; one without the RPC,
+        # or refusing the caller, ends the call instead.
+        with contextlib.suppress(grpc.RpcError):
+            # Asked after the call already ended (a refused token on a loaded
+            # machine), core answers INTERNAL: the call's own status is below.
             await call.initial_metadata()
-            if call.done() and await call.code() == grpc.StatusCode.UNIMPLEMENTED:
+        if call.done():
+            code = await call.code()
+            details = await call.details()
+            await _end_call(call)
+            if code == grpc.StatusCode.UNIMPLEMENTED:
                 raise MuxUnsupported()
-        except grpc.RpcError as exc:
-            if exc.code() == grpc.StatusCode.UNIMPLEMENTED:  # type: ignore[attr-defined]
-                raise MuxUnsupported() from None
-            raise error_from_rpc(exc) from None
+            raise error_from_status(code.name, details or "the port stream ended")
         return cls(call)
 
     @property
@@ -194,7 +197,7 @@ class PortStream:
         for task in (self._writer, self._reader):
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-        self._call.cancel()
+        await _end_call(self._call)
 
     def _break(self, error: SandboxdError) -> None:
         if self.broken is None:
@@ -229,6 +232,15 @@ class PortStream:
             self._break(error_from_rpc(exc))
         except Exception as exc:
             self._break(SandboxUnavailable(f"the port stream failed: {exc!r}"))
+
+
+async def _end_call(call: Any) -> None:
+    # With interceptors (a token) grpc feeds writes through an async generator
+    # of its own; ending it before the cancel keeps it from being finalized
+    # while it still waits for a write.
+    with contextlib.suppress(Exception):
+        await call.done_writing()
+    call.cancel()
 
 
 class PortStreams:

@@ -19,7 +19,7 @@ import grpc
 import pytest
 
 from runtime_client import GrpcSandboxFactory, Sandbox
-from runtime_client.errors import ResourceExhausted
+from runtime_client.errors import ResourceExhausted, Unauthenticated
 from sandboxd.contract.port_mux import CHUNK, CONNECTIONS_PER_STREAM
 from sandboxd.contract.v1 import sandbox_pb2 as pb
 from sandboxd.contract.v1 import sandbox_pb2_grpc as pb_grpc
@@ -27,6 +27,7 @@ from sandboxd.daemon.assembly import Daemon
 from sandboxd.daemon.settings import Settings
 from sandboxd.transports.grpc import port_mux
 from sandboxd.transports.grpc.port_stream import PortsServicer
+from tests.grpc.test_auth import tcp_server as tcp_server  # a fixture
 from tests.grpc.test_ports import free_port, http_get, start_http_server
 
 pytestmark = [pytest.mark.inproc, pytest.mark.anyio, pytest.mark.timeout(120)]
@@ -279,3 +280,11 @@ async def test_a_daemon_without_open_ports_gets_a_stream_per_connection(
     assert old_daemon.transport._port_streams.supported is False  # type: ignore[attr-defined]
     assert _streams(box) == []
     await box.delete()
+
+
+async def test_a_wrong_token_is_unauthenticated_on_the_stream(tcp_server: Daemon) -> None:
+    target = f"127.0.0.1:{tcp_server.tcp_port}"
+    async with GrpcSandboxFactory(target, token="not-a-token") as wrong:
+        for _ in range(20):  # a refused stream, each time a new one
+            with pytest.raises(Unauthenticated):
+                await wrong.transport.open_port("any-box", 8000)

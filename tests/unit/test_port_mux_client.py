@@ -1,0 +1,72 @@
+"""The client end of OpenPorts opening its stream, over a fake call (unit tier):
+what each way a call can end before its headers becomes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import grpc
+import pytest
+
+from runtime_client.errors import Internal, PermissionDenied, Unauthenticated
+from runtime_client.port_mux import MuxUnsupported, PortStream
+
+pytestmark = pytest.mark.anyio
+
+
+class _CoreInternal(grpc.RpcError):
+    def code(self) -> grpc.StatusCode:
+        return grpc.StatusCode.INTERNAL
+
+    def details(self) -> str:
+        return "Internal error from Core"
+
+
+class EndedCall:
+    """A call the daemon ended at once; asking its headers after that fails as core does."""
+
+    def __init__(self, code: grpc.StatusCode, details: str, *, headers_fail: bool) -> None:
+        self._code, self._details, self._headers_fail = code, details, headers_fail
+        self.cancelled = False
+
+    async def initial_metadata(self) -> Any:
+        if self._headers_fail:
+            raise _CoreInternal()
+        return ()
+
+    def done(self) -> bool:
+        return True
+
+    async def code(self) -> grpc.StatusCode:
+        return self._code
+
+    async def details(self) -> str:
+        return self._details
+
+    async def done_writing(self) -> None:
+        pass
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+@pytest.mark.parametrize("headers_fail", [False, True])
+async def test_a_refused_caller_hears_its_own_status(headers_fail: bool) -> None:
+    call = EndedCall(grpc.StatusCode.UNAUTHENTICATED, "bad token", headers_fail=headers_fail)
+    with pytest.raises(Unauthenticated, match="bad token"):
+        await PortStream.start(lambda: call)
+
+
+async def test_a_daemon_without_the_rpc_is_told_apart() -> None:
+    call = EndedCall(grpc.StatusCode.UNIMPLEMENTED, "Method not found", headers_fail=True)
+    with pytest.raises(MuxUnsupported):
+        await PortStream.start(lambda: call)
+
+
+async def test_other_ends_keep_their_status() -> None:
+    for code, error in (
+        (grpc.StatusCode.PERMISSION_DENIED, PermissionDenied),
+        (grpc.StatusCode.INTERNAL, Internal),
+    ):
+        with pytest.raises(error):
+            await PortStream.start(lambda c=code: EndedCall(c, "x", headers_fail=False))  # type: ignore[misc]
