@@ -10,7 +10,7 @@ from typing import Any
 
 import grpc
 
-from runtime_client._status import mapped, mapped_stream
+from runtime_client._status import CallEnd, mapped, mapped_stream
 from runtime_client.errors import SandboxUnavailable
 from runtime_client.port_mux import MuxUnsupported, PortStreams
 from runtime_client.tool_stream import StreamUnsupported, ToolCallStream
@@ -358,21 +358,19 @@ class GrpcTransport:
     async def _open_port_stream(
         self, instance_id: str, port: int, host: str, data: bytes, *, wait: bool
     ) -> GrpcPortConnection:
-        call = self.ports_stub.OpenPort()
+        conn = GrpcPortConnection(self.ports_stub.OpenPort(), opened=wait)
         chunk = GrpcPortConnection.CHUNK
         first_input = pb.PortInput(
             instance_id=instance_id, port=port, host=host, data=data[:chunk], compact=not wait
         )
         try:
-            await call.write(first_input)
-            first = await call.read() if wait else None
+            first = await conn.open(first_input, wait=wait)
         except BaseException:
-            await GrpcPortConnection(call).close()
+            await conn.close()
             raise
         if wait and (first is None or first is grpc.aio.EOF or not first.opened):
-            await GrpcPortConnection(call).close()
+            await conn.close()
             raise SandboxUnavailable(f"port {port} of {instance_id!r} did not open")
-        conn = GrpcPortConnection(call, opened=wait)
         if len(data) > chunk:
             await conn.write(data[chunk:])
         return conn
@@ -586,12 +584,14 @@ class GrpcTransport:
 
 async def _build_answers(call: Any) -> AsyncIterator[str | TemplateInfo]:
     """A template build's answers: log lines, then the template."""
+    end = CallEnd(call)
     try:
-        async for message in call:
-            if message.WhichOneof("part") == "done":
-                yield convert.template_from_pb(message.done)
-            else:
-                yield message.log
+        with end.mapped():
+            async for message in call:
+                if message.WhichOneof("part") == "done":
+                    yield convert.template_from_pb(message.done)
+                else:
+                    yield message.log
     finally:
         call.cancel()
 
@@ -616,8 +616,10 @@ async def _client_stream(
             failure.append(exc)
             raise
 
+    call = method(messages())
     try:
-        return await method(messages())
+        with CallEnd(call).mapped():
+            return await call
     except asyncio.CancelledError:
         if failure:
             raise failure[0] from None
@@ -635,6 +637,7 @@ class GrpcProcessConnection:
         offset: int | None,
     ) -> None:
         self._call = stub.ConnectProcess()
+        self._end = CallEnd(self._call)
         self._first = pb.ProcessInput(instance_id=instance_id, handle=handle, offset=offset)
         self._opened = False
         self._opening = asyncio.Lock()
@@ -647,19 +650,20 @@ class GrpcProcessConnection:
             return
         async with self._opening:
             if not self._opened:
-                await self._call.write(self._first)
+                with self._end.mapped():
+                    await self._call.write(self._first)
                 self._opened = True
 
-    @mapped
     async def send(self, data: bytes, *, close: bool = False) -> None:
         await self._open()
-        await self._call.write(pb.ProcessInput(data=data, close_stdin=close))
+        with self._end.mapped():
+            await self._call.write(pb.ProcessInput(data=data, close_stdin=close))
 
-    @mapped_stream
     async def events(self) -> AsyncIterator[ProcessEvent]:
         await self._open()
-        async for message in self._call:
-            yield convert.process_event_from_pb(message)
+        with self._end.mapped():
+            async for message in self._call:
+                yield convert.process_event_from_pb(message)
 
     async def aclose(self) -> None:
         self._call.cancel()
@@ -673,15 +677,22 @@ class GrpcPortConnection:
 
     def __init__(self, call: Any, *, opened: bool = True) -> None:
         self._call = call
+        self._end = CallEnd(call)
         self._eof = False
         self._write_shut = False
         #: The daemon has answered (a compact stream opened without waiting).
         self.opened = opened
 
-    @mapped
+    async def open(self, first: pb.PortInput, *, wait: bool) -> Any:
+        """Send the open (with the first bytes); with ``wait``, the daemon's first answer."""
+        with self._end.mapped():
+            await self._call.write(first)
+            return await self._call.read() if wait else None
+
     async def read(self) -> bytes:
         while not self._eof:
-            message = await self._call.read()
+            with self._end.mapped():
+                message = await self._call.read()
             self.opened = True
             if message is grpc.aio.EOF:
                 self._eof = True
@@ -692,18 +703,18 @@ class GrpcPortConnection:
                 return bytes(message.data)
         return b""
 
-    @mapped
     async def write(self, data: bytes) -> None:
         for start in range(0, len(data), self.CHUNK):
-            await self._call.write(pb.PortInput(data=data[start : start + self.CHUNK]))
+            with self._end.mapped():
+                await self._call.write(pb.PortInput(data=data[start : start + self.CHUNK]))
 
-    @mapped
     async def shutdown_write(self) -> None:
         if not self._write_shut:
             self._write_shut = True
             # The end of the client's stream is the half-close (as close_write
             # is): one operation instead of a message and then the end.
-            await self._call.done_writing()
+            with self._end.mapped():
+                await self._call.done_writing()
 
     async def close(self) -> None:
         if not self._write_shut:

@@ -22,7 +22,7 @@ from typing import Any
 
 import grpc
 
-from runtime_client._status import error_from_rpc, error_from_status
+from runtime_client._status import CallEnd, error_from_status
 from sandboxd.contract.batch import BATCH_METADATA, BatchBudget, says_batches
 from sandboxd.contract.errors import SandboxdError, SandboxUnavailable
 from sandboxd.contract.v1 import sandbox_pb2 as pb
@@ -37,6 +37,8 @@ class ToolCallStream:
         #: Opens the RPC with the given metadata.
         self._open_stream = open_stream
         self._stream: Any = None
+        #: How the current stream ended, as the daemon said.
+        self._end: CallEnd | None = None
         self._reader: asyncio.Task[None] | None = None
         self._ids = itertools.count(1)
         self._pending: dict[int, asyncio.Future[pb.CallToolResponse]] = {}
@@ -90,16 +92,21 @@ class ToolCallStream:
                 await asyncio.sleep(0)
             message = self._next_message(message)
             for attempt in (1, 2):
-                stream = self._ensure_open()
+                stream, end = self._ensure_open()
                 try:
                     await stream.write(message)
                     return
-                except (grpc.RpcError, grpc.aio.UsageError, RuntimeError) as exc:
+                except (
+                    grpc.RpcError,
+                    grpc.aio.UsageError,
+                    asyncio.InvalidStateError,  # grpc's "RPC already finished"
+                    RuntimeError,
+                ) as exc:
                     # Not sent: the stream had already ended. Once more on a new one.
                     self._drop(stream)
                     if not retry or attempt == 2:
                         if isinstance(exc, grpc.RpcError):
-                            raise self._classify(exc) from None
+                            raise self._classify(end, exc) from None
                         raise SandboxUnavailable(f"the ToolCalls stream failed: {exc}") from None
 
     def _next_message(self, mine: pb.ToolCallsRequest) -> pb.ToolCallsRequest:
@@ -119,12 +126,15 @@ class ToolCallStream:
         self._outbox = [waiting for waiting in self._outbox if id(waiting) not in gone]
         return taken[0] if len(taken) == 1 else pb.ToolCallsRequest(batch=taken)
 
-    def _ensure_open(self) -> Any:
-        if self._stream is None:
+    def _ensure_open(self) -> tuple[Any, CallEnd]:
+        if self._stream is None or self._end is None:
             self._batching = False
             self._stream = self._open_stream((BATCH_METADATA,))
-            self._reader = asyncio.create_task(self._read(self._stream), name="tool-calls")
-        return self._stream
+            self._end = CallEnd(self._stream)
+            self._reader = asyncio.create_task(
+                self._read(self._stream, self._end), name="tool-calls"
+            )
+        return self._stream, self._end
 
     def _drop(self, stream: Any) -> None:
         if self._stream is stream:
@@ -141,20 +151,19 @@ class ToolCallStream:
             future.set_exception(error_from_status(answer.error.code, answer.error.message))
 
     @staticmethod
-    def _classify(error: grpc.RpcError) -> Exception:
-        code = error.code() if hasattr(error, "code") else None
-        if code == grpc.StatusCode.UNIMPLEMENTED:
+    def _classify(end: CallEnd, error: grpc.RpcError) -> Exception:
+        code, message = end.status(error)
+        if code == "UNIMPLEMENTED":
             return StreamUnsupported()
-        return error_from_rpc(error)
+        return error_from_status(code, message)
 
-    async def _read(self, stream: Any) -> None:
+    async def _read(self, stream: Any, end: CallEnd) -> None:
         failure: Exception = SandboxUnavailable("the ToolCalls stream ended")
         try:
             try:
                 headers = await stream.initial_metadata()
             except grpc.RpcError:
-                # Asked after the call already ended (a refused token, on a
-                # loaded machine), core answers INTERNAL; the call's own
+                # Headers that cannot be read mean no batches; the call's own
                 # status comes from the loop below.
                 headers = None
             if self._stream is stream and says_batches(headers):
@@ -163,7 +172,7 @@ class ToolCallStream:
                 for one in answer.batch or (answer,):
                     self._settle(one)
         except grpc.RpcError as exc:
-            failure = self._classify(exc)
+            failure = self._classify(end, exc)
         except asyncio.CancelledError:
             failure = SandboxUnavailable("the ToolCalls stream was closed")
             raise

@@ -16,6 +16,7 @@ from runtime_client import (
     PermissionDenied,
     Unauthenticated,
 )
+from runtime_client.grpc_transport import GrpcPortConnection, GrpcProcessConnection
 from sandboxd.contract.models import SandboxOptions
 from sandboxd.contract.v1 import sandbox_pb2 as pb
 from sandboxd.contract.v1 import sandbox_pb2_grpc as pb_grpc
@@ -24,6 +25,7 @@ from sandboxd.daemon.auth import load_tokens
 from sandboxd.daemon.settings import Settings
 from sandboxd.service.scope import TENANT_LABEL, IdRule, Scope
 from sandboxd.transports.auth import Authenticator
+from tests.grpc.conftest import Refusal
 
 pytestmark = [pytest.mark.inproc, pytest.mark.anyio]
 
@@ -69,6 +71,55 @@ async def test_tcp_without_or_with_a_wrong_token_is_unauthenticated(tcp_server: 
             await wrong.transport.list_sandboxes()
     async with GrpcSandboxFactory(_tcp(tcp_server), token=ADMIN) as admin:
         assert await admin.transport.list_sandboxes() == []  # nothing was created
+
+
+class _WithToken:
+    """A stub whose streaming calls carry the token themselves (no interceptor):
+    the client's own write meets the refusal, not grpc's request task."""
+
+    def __init__(self, stub: Any, token: str) -> None:
+        self._stub, self._token = stub, (("authorization", f"Bearer {token}"),)
+
+    def ConnectProcess(self) -> Any:
+        return self._stub.ConnectProcess(metadata=self._token)
+
+    def OpenPort(self) -> Any:
+        return self._stub.OpenPort(metadata=self._token)
+
+
+@pytest.mark.parametrize("method", ["ConnectProcess", "OpenPort", "BuildTemplate"])
+async def test_a_refused_stream_is_unauthenticated_when_a_write_races_the_refusal(
+    tcp_server: Daemon, refusal: Refusal, method: str
+) -> None:
+    # The first write leaves just as the refusal arrives: grpc overwrote the
+    # daemon's status with INTERNAL "Internal error from Core" (test_tool_stream
+    # has the same race on ToolCalls).
+    async with grpc.aio.insecure_channel(_tcp(tcp_server)) as channel:
+        wrong = "wrong-token-0123456789"
+        if method == "ConnectProcess":
+            stub = _WithToken(pb_grpc.SandboxServiceStub(channel), wrong)  # type: ignore[no-untyped-call]
+            process = GrpcProcessConnection(stub, "box", "proc_1", None)  # type: ignore[arg-type]
+            await refusal.passed()
+            with pytest.raises(Unauthenticated, match=r"^the bearer token is not valid$"):
+                await process.send(b"stdin")
+            await process.aclose()
+        elif method == "OpenPort":
+            ports = _WithToken(pb_grpc.SandboxPortsStub(channel), wrong)  # type: ignore[no-untyped-call]
+            port = GrpcPortConnection(ports.OpenPort())
+            await refusal.passed()
+            with pytest.raises(Unauthenticated, match=r"^the bearer token is not valid$"):
+                await port.open(pb.PortInput(instance_id="box", port=80), wait=True)
+            await port.close()
+        else:  # through the client's token interceptor and grpc's request task
+
+            async def context() -> AsyncIterator[bytes]:
+                await refusal.passed()
+                yield b"late"
+
+            async with GrpcSandboxFactory(_tcp(tcp_server), token=wrong) as factory:
+                with pytest.raises(Unauthenticated, match=r"^the bearer token is not valid$"):
+                    async for _ in factory.transport.build_template("FROM scratch", context()):
+                        pass
 
 
 async def test_scoped_token_reaches_only_its_prefix(tcp_server: Daemon) -> None:

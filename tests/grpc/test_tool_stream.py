@@ -7,6 +7,7 @@ import json
 import secrets
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -18,12 +19,14 @@ from runtime_client import (
     NotFound,
     Unauthenticated,
 )
+from runtime_client.tool_stream import ToolCallStream
 from sandboxd.contract import batch
 from sandboxd.contract.v1 import sandbox_pb2 as pb
 from sandboxd.contract.v1 import sandbox_pb2_grpc as pb_grpc
 from sandboxd.daemon.assembly import Daemon
 from sandboxd.daemon.settings import Settings
 from sandboxd.transports.grpc import tool_stream
+from tests.grpc.conftest import Refusal
 
 pytestmark = [pytest.mark.inproc, pytest.mark.anyio]
 
@@ -179,6 +182,54 @@ async def test_the_stream_needs_the_token_on_tcp(tcp_server: Daemon) -> None:
     async with GrpcSandboxFactory(target, token="wrong-token-0123456789abcdef") as factory:
         with pytest.raises(Unauthenticated):
             await factory.transport.call_tool("tcp-stream", "read", {"file_path": "a"})
+
+
+class _WritesAfterTheRefusal:
+    """A ToolCalls call whose first write waits for the daemon's refusal to be on its way."""
+
+    def __init__(self, call: Any, refusal: Refusal) -> None:
+        self._call, self._refusal = call, refusal
+
+    async def write(self, message: pb.ToolCallsRequest) -> None:
+        await self._refusal.passed()
+        await self._call.write(message)
+
+    def __aiter__(self) -> Any:
+        return self._call.__aiter__()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._call, name)
+
+
+@pytest.mark.parametrize("token_in", ["interceptor", "metadata"])
+async def test_a_refused_token_is_unauthenticated_when_a_write_races_the_refusal(
+    tcp_server: Daemon, refusal: Refusal, token_in: str
+) -> None:
+    # CI saw test_the_stream_needs_the_token_on_tcp fail with INTERNAL
+    # "Internal error from Core" (1 run in 300 beside load): a write left as
+    # the refusal arrived, and grpc set its failure over the daemon's status.
+    # This provokes that moment every time. With the token in the call's
+    # metadata the client writes itself and got INTERNAL; through the token
+    # interceptor grpc's request task writes, and the client got asyncio's
+    # InvalidStateError from its write on the call that had just ended.
+    target = f"127.0.0.1:{tcp_server.tcp_port}"
+    wrong = "wrong-token-0123456789abcdef"
+    token = wrong if token_in == "interceptor" else None
+    async with GrpcSandboxFactory(target, token=token) as factory:
+        header = () if token_in == "interceptor" else (("authorization", f"Bearer {wrong}"),)
+        opened: list[Any] = []
+
+        def open_stream(metadata: tuple[tuple[str, str], ...]) -> Any:
+            call = factory.transport.stub.ToolCalls(metadata=(*metadata, *header))
+            opened.append(call)
+            return _WritesAfterTheRefusal(call, refusal) if len(opened) == 1 else call
+
+        stream = ToolCallStream(open_stream)
+        try:
+            with pytest.raises(Unauthenticated, match=r"^the bearer token is not valid$"):
+                await stream.call(_call("x", "read", file_path="a"))
+        finally:
+            await stream.close()
 
 
 # ------------------------------------------------------------ batches

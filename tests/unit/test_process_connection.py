@@ -30,6 +30,9 @@ class SlowCall:
         self.written.append(message)
         self.in_flight -= 1
 
+    def add_done_callback(self, callback: Any) -> None:
+        return None
+
     def __aiter__(self) -> AsyncIterator[Any]:
         return self._nothing()
 

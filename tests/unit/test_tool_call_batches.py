@@ -112,6 +112,9 @@ class _EndedStream:
     def cancel(self) -> None:
         self.cancelled = True
 
+    def add_done_callback(self, callback: object) -> None:
+        return None
+
 
 @pytest.mark.anyio
 async def test_headers_asked_after_the_end_do_not_hide_the_calls_status() -> None:
