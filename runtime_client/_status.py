@@ -86,7 +86,10 @@ class CallEnd:
             self._first = (code.name, _at_once(call.details()) or "")
 
     def status(self, error: grpc.RpcError) -> tuple[str, str]:
-        said = status_of(error)
+        return self.instead_of(status_of(error))
+
+    def instead_of(self, said: tuple[str, str]) -> tuple[str, str]:
+        """``said`` (a code name and message), or the first status if grpc lost it."""
         if said == _LOST_STATUS and self._first is not None:
             return self._first
         return said

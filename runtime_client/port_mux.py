@@ -22,7 +22,7 @@ from typing import Any
 
 import grpc
 
-from runtime_client._status import error_from_rpc, error_from_status
+from runtime_client._status import CallEnd, error_from_status
 from sandboxd.contract.errors import SandboxdError, SandboxUnavailable
 from sandboxd.contract.port_mux import CHUNK, CONNECTIONS_PER_STREAM, INPUT_WINDOW
 from sandboxd.contract.v1 import sandbox_pb2 as pb
@@ -140,8 +140,10 @@ class MuxConnection:
 class PortStream:
     """One ``OpenPorts`` call and the connections on it."""
 
-    def __init__(self, call: Any) -> None:
+    def __init__(self, call: Any, end: CallEnd) -> None:
         self._call = call
+        #: What the daemon ended the call with (grpc may lose it to a write's INTERNAL).
+        self._end = end
         self._connections: dict[int, MuxConnection] = {}
         self._ids = itertools.count(1)
         self._outbox: asyncio.Queue[pb.PortsInput] = asyncio.Queue()
@@ -152,6 +154,7 @@ class PortStream:
     @classmethod
     async def start(cls, open_call: Callable[[], Any]) -> PortStream:
         call = open_call()
+        end = CallEnd(call)
         # The daemon answers with its headers at once; one without the RPC,
         # or refusing the caller, ends the call instead.
         with contextlib.suppress(grpc.RpcError):
@@ -160,12 +163,12 @@ class PortStream:
             await call.initial_metadata()
         if call.done():
             code = await call.code()
-            details = await call.details()
+            name, details = end.instead_of((code.name, await call.details() or ""))
             await _end_call(call)
-            if code == grpc.StatusCode.UNIMPLEMENTED:
+            if name == grpc.StatusCode.UNIMPLEMENTED.name:
                 raise MuxUnsupported()
-            raise error_from_status(code.name, details or "the port stream ended")
-        return cls(call)
+            raise error_from_status(name, details or "the port stream ended")
+        return cls(call, end)
 
     @property
     def has_room(self) -> bool:
@@ -212,7 +215,7 @@ class PortStream:
         except asyncio.CancelledError:
             raise
         except grpc.RpcError as exc:
-            self._break(error_from_rpc(exc))
+            self._break(self._end.error(exc))
         except Exception as exc:  # the call ended under it (cancelled, closed)
             self._break(SandboxUnavailable(f"the port stream failed: {exc!r}"))
 
@@ -229,7 +232,7 @@ class PortStream:
         except asyncio.CancelledError:
             raise
         except grpc.RpcError as exc:
-            self._break(error_from_rpc(exc))
+            self._break(self._end.error(exc))
         except Exception as exc:
             self._break(SandboxUnavailable(f"the port stream failed: {exc!r}"))
 

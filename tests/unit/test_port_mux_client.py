@@ -43,6 +43,9 @@ class EndedCall:
     async def details(self) -> str:
         return self._details
 
+    def add_done_callback(self, callback: Any) -> None:
+        callback(self)  # ended already: at once, with the status it ended with
+
     async def done_writing(self) -> None:
         pass
 
@@ -70,3 +73,17 @@ async def test_other_ends_keep_their_status() -> None:
     ):
         with pytest.raises(error):
             await PortStream.start(lambda c=code: EndedCall(c, "x", headers_fail=False))  # type: ignore[misc]
+
+
+async def test_a_status_grpc_lost_to_a_write_is_the_first_one() -> None:
+    """grpc writes INTERNAL "Internal error from Core" over the daemon's
+    status when a write fails for that very end (grpc/grpc#36066)."""
+    call = EndedCall(grpc.StatusCode.UNAUTHENTICATED, "bad token", headers_fail=False)
+
+    def lose(cb: Any) -> None:
+        cb(call)
+        call._code, call._details = grpc.StatusCode.INTERNAL, "Internal error from Core"
+
+    call.add_done_callback = lose  # type: ignore[method-assign]
+    with pytest.raises(Unauthenticated, match="bad token"):
+        await PortStream.start(lambda: call)
