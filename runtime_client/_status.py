@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
@@ -78,6 +79,7 @@ class CallEnd:
 
     def __init__(self, call: Any) -> None:
         self._first: tuple[str, str] | None = None
+        self._call = call
         call.add_done_callback(self._ended)
 
     def _ended(self, call: Any) -> None:
@@ -104,6 +106,14 @@ class CallEnd:
             yield
         except grpc.RpcError as exc:
             raise self.error(exc) from None
+        except asyncio.InvalidStateError:
+            # grpc.aio's answer to a write on a call that has ended ("RPC
+            # already finished"), perhaps before the done callbacks ran: the
+            # end is the call's own status.
+            self._ended(self._call)
+            if self._first is None:
+                raise
+            raise error_from_status(*self._first) from None
 
 
 def mapped(func: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, Coroutine[Any, Any, T]]:

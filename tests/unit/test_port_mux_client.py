@@ -1,13 +1,15 @@
-"""The client end of OpenPorts opening its stream, over a fake call (unit tier):
-what each way a call can end before its headers becomes."""
+"""The client end of OpenPorts opening its stream, and CallEnd, over a fake call
+(unit tier): what each way a call can end before its headers becomes."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import grpc
 import pytest
 
+from runtime_client._status import CallEnd
 from runtime_client.errors import Internal, PermissionDenied, Unauthenticated
 from runtime_client.port_mux import MuxUnsupported, PortStream
 
@@ -87,3 +89,14 @@ async def test_a_status_grpc_lost_to_a_write_is_the_first_one() -> None:
     call.add_done_callback = lose  # type: ignore[method-assign]
     with pytest.raises(Unauthenticated, match="bad token"):
         await PortStream.start(lambda: call)
+
+
+async def test_a_write_on_an_ended_call_says_how_it_ended() -> None:
+    """grpc.aio answers a write on an ended call with asyncio's InvalidStateError
+    ("RPC already finished"), done callbacks perhaps not yet run: the call's
+    own status is raised (ConnectProcess's send, any CallEnd.mapped write)."""
+    call = EndedCall(grpc.StatusCode.UNAUTHENTICATED, "bad token", headers_fail=False)
+    call.add_done_callback = lambda cb: None  # type: ignore[method-assign]  # not run yet
+    end = CallEnd(call)
+    with pytest.raises(Unauthenticated, match="bad token"), end.mapped():
+        raise asyncio.InvalidStateError("RPC already finished.")
