@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any, ParamSpec, TypeVar
 
 import grpc
@@ -68,14 +67,22 @@ class CallEnd:
     """The status a streaming call ended with, kept from grpc's own write.
 
     When the daemon ends a call the client is still writing on (it refused the
-    token, the sandbox is gone, an older daemon lacks the method), grpc.aio
-    gives the call the daemon's status, and then the write, failing for that
-    very end, sets INTERNAL "Internal error from Core" over it: whoever reads
-    the status later sees INTERNAL (1 in 300 refused ToolCalls calls on an
-    idle machine, 1 in 100 on a loaded one; Upload, ConnectProcess and
-    OpenPort alike). A call's done callbacks run once, with the first status,
-    so that one is noted as it comes and stands in for grpc's INTERNAL.
+    token, the sandbox is gone, an older daemon lacks the method), the write
+    fails for that very end and grpc.aio sets INTERNAL "Internal error from
+    Core" on the call: whoever reads the status then sees INTERNAL (1 in 300
+    refused ToolCalls calls on an idle machine, 1 in 100 on a loaded one;
+    Upload, ConnectProcess and OpenPort alike). Two orders happen. The
+    daemon's status arrives first: the call's done callbacks run once, with
+    it, so it is noted as it comes. The write fails first: the callbacks ran
+    with INTERNAL, and the daemon's status, received a loop turn later,
+    replaces it on the call, so it is waited for (``LOST_STATUS_WAIT`` at
+    most).
     """
+
+    #: Seconds a lost status is waited for: grpc has the daemon's within a few
+    #: loop turns of the failed write; a call whose end really was INTERNAL
+    #: pays this once.
+    LOST_STATUS_WAIT = 1.0
 
     def __init__(self, call: Any) -> None:
         self._first: tuple[str, str] | None = None
@@ -87,33 +94,64 @@ class CallEnd:
         if code is not None and self._first is None:
             self._first = (code.name, _at_once(call.details()) or "")
 
-    def status(self, error: grpc.RpcError) -> tuple[str, str]:
-        return self.instead_of(status_of(error))
+    async def status(self, error: grpc.RpcError) -> tuple[str, str]:
+        return await self.instead_of(status_of(error))
 
-    def instead_of(self, said: tuple[str, str]) -> tuple[str, str]:
-        """``said`` (a code name and message), or the first status if grpc lost it."""
-        if said == _LOST_STATUS and self._first is not None:
+    async def instead_of(self, said: tuple[str, str]) -> tuple[str, str]:
+        """``said`` (a code name and message), or the daemon's status if grpc lost it."""
+        if said != _LOST_STATUS:
+            return said
+        if self._first is not None and self._first != _LOST_STATUS:
             return self._first
-        return said
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.LOST_STATUS_WAIT
+        while True:
+            code = _at_once(self._call.code())
+            if code is not None:
+                now = (code.name, _at_once(self._call.details()) or "")
+                if now != _LOST_STATUS:
+                    return now
+            if loop.time() >= deadline:
+                return said
+            await asyncio.sleep(0.005)
 
-    def error(self, error: grpc.RpcError) -> SandboxdError:
-        return error_from_status(*self.status(error))
+    async def error(self, error: grpc.RpcError) -> SandboxdError:
+        return error_from_status(*await self.status(error))
 
-    @contextlib.contextmanager
-    def mapped(self) -> Iterator[None]:
-        """Raise the call's failures as what the daemon said."""
-        try:
-            yield
-        except grpc.RpcError as exc:
-            raise self.error(exc) from None
-        except asyncio.InvalidStateError:
+    def mapped(self) -> _Mapped:
+        """``async with``: the call's failures raised as what the daemon said."""
+        return _Mapped(self)
+
+    async def ended(self) -> SandboxdError | None:
+        """What a write on the ended call stands for (grpc.aio's InvalidStateError,
+        perhaps before the done callbacks ran); None while the call runs."""
+        self._ended(self._call)
+        if self._first is None:
+            return None
+        return error_from_status(*await self.instead_of(self._first))
+
+
+class _Mapped:
+    """``CallEnd.mapped``: a class, not a generator, for its place on every write."""
+
+    __slots__ = ("_end",)
+
+    def __init__(self, end: CallEnd) -> None:
+        self._end = end
+
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(self, kind: Any, exc: BaseException | None, tb: Any) -> bool:
+        if isinstance(exc, grpc.RpcError):
+            raise await self._end.error(exc) from None
+        if isinstance(exc, asyncio.InvalidStateError):
             # grpc.aio's answer to a write on a call that has ended ("RPC
-            # already finished"), perhaps before the done callbacks ran: the
-            # end is the call's own status.
-            self._ended(self._call)
-            if self._first is None:
-                raise
-            raise error_from_status(*self._first) from None
+            # already finished"): the end is the call's own status.
+            error = await self._end.ended()
+            if error is not None:
+                raise error from None
+        return False
 
 
 def mapped(func: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, Coroutine[Any, Any, T]]:

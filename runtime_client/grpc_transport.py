@@ -586,7 +586,7 @@ async def _build_answers(call: Any) -> AsyncIterator[str | TemplateInfo]:
     """A template build's answers: log lines, then the template."""
     end = CallEnd(call)
     try:
-        with end.mapped():
+        async with end.mapped():
             async for message in call:
                 if message.WhichOneof("part") == "done":
                     yield convert.template_from_pb(message.done)
@@ -618,7 +618,7 @@ async def _client_stream(
 
     call = method(messages())
     try:
-        with CallEnd(call).mapped():
+        async with CallEnd(call).mapped():
             return await call
     except asyncio.CancelledError:
         if failure:
@@ -650,18 +650,18 @@ class GrpcProcessConnection:
             return
         async with self._opening:
             if not self._opened:
-                with self._end.mapped():
+                async with self._end.mapped():
                     await self._call.write(self._first)
                 self._opened = True
 
     async def send(self, data: bytes, *, close: bool = False) -> None:
         await self._open()
-        with self._end.mapped():
+        async with self._end.mapped():
             await self._call.write(pb.ProcessInput(data=data, close_stdin=close))
 
     async def events(self) -> AsyncIterator[ProcessEvent]:
         await self._open()
-        with self._end.mapped():
+        async with self._end.mapped():
             async for message in self._call:
                 yield convert.process_event_from_pb(message)
 
@@ -685,13 +685,13 @@ class GrpcPortConnection:
 
     async def open(self, first: pb.PortInput, *, wait: bool) -> Any:
         """Send the open (with the first bytes); with ``wait``, the daemon's first answer."""
-        with self._end.mapped():
+        async with self._end.mapped():
             await self._call.write(first)
             return await self._call.read() if wait else None
 
     async def read(self) -> bytes:
         while not self._eof:
-            with self._end.mapped():
+            async with self._end.mapped():
                 message = await self._call.read()
             self.opened = True
             if message is grpc.aio.EOF:
@@ -705,7 +705,7 @@ class GrpcPortConnection:
 
     async def write(self, data: bytes) -> None:
         for start in range(0, len(data), self.CHUNK):
-            with self._end.mapped():
+            async with self._end.mapped():
                 await self._call.write(pb.PortInput(data=data[start : start + self.CHUNK]))
 
     async def shutdown_write(self) -> None:
@@ -713,7 +713,7 @@ class GrpcPortConnection:
             self._write_shut = True
             # The end of the client's stream is the half-close (as close_write
             # is): one operation instead of a message and then the end.
-            with self._end.mapped():
+            async with self._end.mapped():
                 await self._call.done_writing()
 
     async def close(self) -> None:

@@ -163,7 +163,7 @@ class PortStream:
             await call.initial_metadata()
         if call.done():
             code = await call.code()
-            name, details = end.instead_of((code.name, await call.details() or ""))
+            name, details = await end.instead_of((code.name, await call.details() or ""))
             await _end_call(call)
             if name == grpc.StatusCode.UNIMPLEMENTED.name:
                 raise MuxUnsupported()
@@ -215,7 +215,7 @@ class PortStream:
         except asyncio.CancelledError:
             raise
         except grpc.RpcError as exc:
-            self._break(self._end.error(exc))
+            self._break(await self._end.error(exc))
         except Exception as exc:  # the call ended under it (cancelled, closed)
             self._break(SandboxUnavailable(f"the port stream failed: {exc!r}"))
 
@@ -232,7 +232,7 @@ class PortStream:
         except asyncio.CancelledError:
             raise
         except grpc.RpcError as exc:
-            self._break(self._end.error(exc))
+            self._break(await self._end.error(exc))
         except Exception as exc:
             self._break(SandboxUnavailable(f"the port stream failed: {exc!r}"))
 

@@ -106,7 +106,7 @@ class ToolCallStream:
                     self._drop(stream)
                     if not retry or attempt == 2:
                         if isinstance(exc, grpc.RpcError):
-                            raise self._classify(end, exc) from None
+                            raise await self._classify(end, exc) from None
                         raise SandboxUnavailable(f"the ToolCalls stream failed: {exc}") from None
 
     def _next_message(self, mine: pb.ToolCallsRequest) -> pb.ToolCallsRequest:
@@ -151,8 +151,8 @@ class ToolCallStream:
             future.set_exception(error_from_status(answer.error.code, answer.error.message))
 
     @staticmethod
-    def _classify(end: CallEnd, error: grpc.RpcError) -> Exception:
-        code, message = end.status(error)
+    async def _classify(end: CallEnd, error: grpc.RpcError) -> Exception:
+        code, message = await end.status(error)
         if code == "UNIMPLEMENTED":
             return StreamUnsupported()
         return error_from_status(code, message)
@@ -172,7 +172,7 @@ class ToolCallStream:
                 for one in answer.batch or (answer,):
                     self._settle(one)
         except grpc.RpcError as exc:
-            failure = self._classify(end, exc)
+            failure = await self._classify(end, exc)
         except asyncio.CancelledError:
             failure = SandboxUnavailable("the ToolCalls stream was closed")
             raise

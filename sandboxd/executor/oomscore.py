@@ -68,13 +68,18 @@ def raise_now(pid: int) -> bool:
     """Write ``pid``'s value from outside; False if that was refused (True
     when it is written, or when the process has exited already).
 
-    Raising a value needs no capability. The file is root's while the child is
-    still setpriv (not dumpable: nearly always, this soon after the spawn),
-    the sandbox user's once it runs the command: written as the executor
-    (root, without DAC_OVERRIDE), else as the user.
+    Raising a value needs no capability, but the file's owner changes under
+    the write, one way: root's while the child is still setpriv (not
+    dumpable: nearly always, this soon after the spawn), the sandbox user's
+    once it runs the command, root's again once it has exited (a zombie has no
+    memory to be dumpable). So it is tried as the executor (root, without
+    DAC_OVERRIDE), as the user, and as the executor again: a ripgrep done with
+    one small file in between the first two tries was refused twice (one
+    grep answered "cannot make the child the OOM killer's first choice" in a
+    CI run).
     """
     value = str(WORKLOAD_OOM_SCORE_ADJ).encode()
-    for acting in (identity.as_executor, contextlib.nullcontext):
+    for acting in (identity.as_executor, contextlib.nullcontext, identity.as_executor):
         try:
             with acting():
                 fd = os.open(f"/proc/{pid}/oom_score_adj", os.O_WRONLY | os.O_CLOEXEC)

@@ -98,5 +98,43 @@ async def test_a_write_on_an_ended_call_says_how_it_ended() -> None:
     call = EndedCall(grpc.StatusCode.UNAUTHENTICATED, "bad token", headers_fail=False)
     call.add_done_callback = lambda cb: None  # type: ignore[method-assign]  # not run yet
     end = CallEnd(call)
-    with pytest.raises(Unauthenticated, match="bad token"), end.mapped():
-        raise asyncio.InvalidStateError("RPC already finished.")
+    with pytest.raises(Unauthenticated, match="bad token"):
+        async with end.mapped():
+            raise asyncio.InvalidStateError("RPC already finished.")
+
+
+async def test_a_write_that_fails_before_the_status_comes_gets_the_daemons_status() -> None:
+    """The other order of grpc/grpc#36066: the write fails first, grpc sets
+    INTERNAL and runs the done callbacks with it; the daemon's status comes a
+    loop turn later and replaces it on the call (an OpenPort refused as the
+    open was written, once in a full CI run)."""
+    call = EndedCall(grpc.StatusCode.INTERNAL, "Internal error from Core", headers_fail=False)
+    end = CallEnd(call)
+
+    async def status_arrives() -> None:
+        await asyncio.sleep(0.02)
+        call._code, call._details = grpc.StatusCode.UNAUTHENTICATED, "bad token"
+
+    arrival = asyncio.create_task(status_arrives())
+    with pytest.raises(Unauthenticated, match="bad token"):
+        async with end.mapped():
+            raise _CoreInternal()
+    await arrival
+
+
+async def test_an_internal_end_that_stays_is_raised_after_the_wait(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(CallEnd, "LOST_STATUS_WAIT", 0.05)
+    call = EndedCall(grpc.StatusCode.INTERNAL, "Internal error from Core", headers_fail=False)
+    end = CallEnd(call)
+    with pytest.raises(Internal, match="Internal error from Core"):
+        async with end.mapped():
+            raise _CoreInternal()
+
+
+async def test_other_failures_pass_through_the_mapping_unchanged() -> None:
+    end = CallEnd(EndedCall(grpc.StatusCode.OK, "", headers_fail=False))
+    with pytest.raises(KeyError):
+        async with end.mapped():
+            raise KeyError("mine")
