@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -20,6 +20,18 @@ import {
 import { FULL_NETWORK_WARNING } from '../src/generated/network.js';
 import { instanceIdFor, INSTANCE_ID, sandboxCallId } from '../src/ids.js';
 import { backends, pythonData, startDaemon, type Daemon } from './daemon.js';
+
+/** Send ``size`` bytes through a forwarded port, half-close, and collect the answer. */
+function exchange(port: number, size: number): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    const parts: Buffer[] = [];
+    socket.on('data', (chunk: Buffer) => parts.push(chunk));
+    socket.on('end', () => resolve(Buffer.concat(parts).toString()));
+    socket.on('error', reject);
+    socket.end(Buffer.alloc(size, 120));
+  });
+}
 
 test('the error table is sandboxd/contract/errors.py ERROR_CLASSES, class for class', () => {
   const python = pythonData('errors') as Record<string, string>;
@@ -93,8 +105,7 @@ for (const backend of backends()) {
     // own server is "inside" (the Docker side of ports: tests/docker/test_ports.py).
     if (backend === 'local') test('forwardPort relays a local connection to a port inside, both ways', async () => {
       // A server "inside": the local backend's sandbox shares this host's loopback.
-      const { createServer, connect } = await import('node:net');
-      const inside = createServer({ allowHalfOpen: true }, (socket) => {
+            const inside = createServer({ allowHalfOpen: true }, (socket) => {
         const parts: Buffer[] = [];
         socket.on('data', (chunk: Buffer) => parts.push(chunk));
         socket.on('end', () => socket.end(`got ${Buffer.concat(parts).length} bytes`));
@@ -104,15 +115,7 @@ for (const backend of backends()) {
       const forward = await client.forwardPort('c1', remote);
       try {
         for (const size of [4, 3 * 1024 * 1024]) {
-          const answer = await new Promise<string>((resolve, reject) => {
-            const socket = connect(forward.port, '127.0.0.1');
-            const parts: Buffer[] = [];
-            socket.on('data', (chunk: Buffer) => parts.push(chunk));
-            socket.on('end', () => resolve(Buffer.concat(parts).toString()));
-            socket.on('error', reject);
-            socket.end(Buffer.alloc(size, 120));
-          });
-          assert.equal(answer, `got ${size} bytes`);
+          assert.equal(await exchange(forward.port, size), `got ${size} bytes`);
         }
         assert.equal(forward.accepted, 2);
       } finally {
@@ -123,8 +126,7 @@ for (const backend of backends()) {
 
     if (backend === 'local') test('forwardPort shares a stream; a server that never reads holds back its own connection only', async () => {
       // Inside: the first connection is never read; the others are answered with their size.
-      const { createServer, connect } = await import('node:net');
-      let first = true;
+            let first = true;
       const inside = createServer({ allowHalfOpen: true }, (socket) => {
         if (first) {
           first = false;
@@ -138,15 +140,6 @@ for (const backend of backends()) {
       await new Promise<void>((resolve) => inside.listen(0, '127.0.0.1', () => resolve()));
       const remote = (inside.address() as { port: number }).port;
       const forward = await client.forwardPort('c1', remote);
-      const exchange = (size: number): Promise<string> =>
-        new Promise<string>((resolve, reject) => {
-          const socket = connect(forward.port, '127.0.0.1');
-          const parts: Buffer[] = [];
-          socket.on('data', (chunk: Buffer) => parts.push(chunk));
-          socket.on('end', () => resolve(Buffer.concat(parts).toString()));
-          socket.on('error', reject);
-          socket.end(Buffer.alloc(size, 120));
-        });
       try {
         const stuck = connect(forward.port, '127.0.0.1');
         await new Promise<void>((resolve) => stuck.once('connect', () => resolve()));
@@ -154,7 +147,7 @@ for (const backend of backends()) {
         let written = true;
         for (let i = 0; i < 32 && written; i++) written = stuck.write(Buffer.alloc(1 << 20, 121));
         await new Promise((resolve) => setTimeout(resolve, 500));
-        const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => exchange(1000 + i)));
+        const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => exchange(forward.port, 1000 + i)));
         assert.deepEqual(answers, Array.from({ length: 30 }, (_, i) => `got ${1000 + i} bytes`));
         assert.equal(forward.accepted, 31);
         assert.equal(forward.sharedStreams, 1);
@@ -167,8 +160,7 @@ for (const backend of backends()) {
 
     if (backend === 'local') test('forwardPort closes a local connection when nothing listens inside', async () => {
       // The stream is compact (no opened message): the open's NOT_FOUND ends it.
-      const { createServer, connect } = await import('node:net');
-      const probe = createServer();
+            const probe = createServer();
       await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', () => resolve()));
       const remote = (probe.address() as { port: number }).port;
       await new Promise<void>((resolve) => probe.close(() => resolve()));
